@@ -1,0 +1,5 @@
+import sys
+
+from hy_eval.cli import main
+
+sys.exit(main())

@@ -1,0 +1,148 @@
+"""Rendering a conversation to the L1_RAW text form (rules D1-D6, H1).
+
+Format, one message per line group::
+
+    The user's name is Tim          <- D5: only when the user has a name; once, first
+    [user]: I work at Stripe.       <- D2: role=user is always [user]
+    [John]: I am a nurse in Berlin. <- D3: a named human on role=assistant
+
+A body line (any line of a message after its first) that could be read back as a label
+or a name line is escaped with one leading backslash, so content can never change who
+is speaking when the text is parsed again (see ``hy_eval.conversation._history``).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from hy_eval.conversation._messages import ChatMessage
+
+Language = Literal["en", "zh"]
+
+NAME_LINE = {"en": "The user's name is {name}", "zh": "用户名叫{name}"}
+
+#: A line that parsing would take for a speaker label: ``[X]:`` at the start of a line.
+LABEL_LINE_RE = re.compile(r"^\[([^\[\]\n]+)\]:(?: |$)")
+#: A line that parsing would take for the name line.
+NAME_LINE_RE = re.compile(r"^(?:The user's name is |用户名叫)(\S.*)$")
+_ESCAPABLE_RE = re.compile(r"^\\*(?:\[[^\[\]\n]+\]:(?: |$)|The user's name is \S|用户名叫\S)")
+
+
+def is_cjk(ch: str) -> bool:
+    """True for CJK ideographs (Han), the characters that mark Chinese text."""
+    code = ord(ch)
+    return (
+        0x4E00 <= code <= 0x9FFF
+        or 0x3400 <= code <= 0x4DBF
+        or 0x20000 <= code <= 0x2A6DF
+        or 0xF900 <= code <= 0xFAFF
+    )
+
+
+def detect_language(texts: Sequence[str] | str) -> Language:
+    """``"zh"`` when the text is mostly Chinese, else ``"en"`` (D6).
+
+    One Han character carries about as much as one English word, so the rule compares
+    the number of Han characters with the number of Latin-letter words: Chinese wins when
+    it has strictly more. ``我在 Stripe 工作。`` (4 Han, 1 word) is Chinese; ``My friend
+    王伟 lives in Beijing`` (2 Han, 5 words) is English. A tie or empty text is English.
+    """
+    if isinstance(texts, str):
+        texts = [texts]
+    han = 0
+    words = 0
+    for text in texts:
+        in_word = False
+        for ch in text:
+            if is_cjk(ch):
+                han += 1
+                in_word = False
+            elif (
+                (ch.isascii()
+                and ch.isalpha())
+                or (not ch.isascii() and unicodedata.category(ch).startswith("L") and ch < "\u0250")
+            ):
+                if not in_word:
+                    words += 1
+                in_word = True
+            else:
+                in_word = False
+    return "zh" if han > words else "en"
+
+
+def conversation_language(messages: Sequence[ChatMessage]) -> Language:
+    """The language of a conversation, from its messages' content only (not names)."""
+    return detect_language([m.content for m in messages])
+
+
+@dataclass(frozen=True)
+class UserName:
+    """The current user's name, resolved from ``role=user`` messages.
+
+    Rule: the first ``role=user`` message that carries a name fixes it. Later user
+    messages with a different name do not change it (the caller fixes one perspective,
+    M6); each such name is listed in ``conflicts`` so a caller can report it.
+    """
+
+    name: str | None
+    conflicts: tuple[str, ...] = ()
+
+
+def resolve_user_name(messages: Sequence[ChatMessage]) -> UserName:
+    name: str | None = None
+    conflicts: list[str] = []
+    for m in messages:
+        if m.role != "user" or m.name is None:
+            continue
+        if name is None:
+            name = m.name
+        elif m.name != name and m.name not in conflicts:
+            conflicts.append(m.name)
+    return UserName(name, tuple(conflicts))
+
+
+def speaker_label(message: ChatMessage) -> str:
+    """The label of a message: D2 (user), D3 (named human / assistant), D4 (system, tool)."""
+    if message.role == "assistant" and message.name is not None:
+        return message.name
+    return message.role
+
+
+def escape_body_line(line: str) -> str:
+    """Add one backslash to a body line that parsing would otherwise read as a label."""
+    return "\\" + line if _ESCAPABLE_RE.match(line) else line
+
+
+def unescape_body_line(line: str) -> str:
+    if line.startswith("\\") and _ESCAPABLE_RE.match(line):
+        return line[1:]
+    return line
+
+
+def render_message(message: ChatMessage) -> str:
+    first, *rest = message.content.split("\n")
+    lines = [f"[{speaker_label(message)}]: {first}"]
+    lines.extend(escape_body_line(line) for line in rest)
+    return "\n".join(lines)
+
+
+def name_line(name: str, lang: Language) -> str:
+    return NAME_LINE[lang].format(name=name)
+
+
+def render_conversation(messages: Sequence[ChatMessage], *, lang: Language | None = None) -> str:
+    """Render messages to the L1_RAW text form (D1-D6).
+
+    The name line (D5) stands first and once when a ``role=user`` message has a name, in
+    the language of the content (D6) unless ``lang`` forces one. See ``resolve_user_name``
+    for users with several names.
+    """
+    body = [render_message(m) for m in messages]
+    user = resolve_user_name(messages)
+    if user.name is not None:
+        body.insert(0, name_line(user.name, lang or conversation_language(messages)))
+    return "\n".join(body)
