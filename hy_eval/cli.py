@@ -106,6 +106,48 @@ def cmd_parse_history(args: argparse.Namespace) -> int:
 COMMANDS = ("run", "render", "parse-history", "cache", "memory", "datasets")
 
 
+DEFAULT_CACHE = ".hy_eval/cache.sqlite"
+
+
+def _cache_path(args: argparse.Namespace) -> str:
+    import os
+
+    return str(args.cache or os.environ.get("HY_EVAL_CACHE") or DEFAULT_CACHE)
+
+
+def cmd_cache_stats(args: argparse.Namespace) -> int:
+    from hy_eval.llm import AnswerCache
+
+    path = _cache_path(args)
+    if not Path(path).exists():
+        raise UserError(f"{path}: no cache file")
+    stats = AnswerCache(path).stats()
+    print(f"cache {stats['path']}: {stats['answers']} answers, {stats['bytes']:,} bytes")
+    for row in stats["by_model"]:
+        print(f"  {row['provider']}:{row['model']}  {row['answers']}")
+    return EXIT_OK
+
+
+def cmd_cache_explain(args: argparse.Namespace) -> int:
+    from hy_eval.llm import AnswerCache
+
+    path = _cache_path(args)
+    if not Path(path).exists():
+        raise UserError(f"{path}: no cache file")
+    try:
+        rows = AnswerCache(path).explain(args.key)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    if not rows:
+        raise UserError(f"no cached answer whose key starts with {args.key!r} in {path}")
+    print(json.dumps(rows, ensure_ascii=False, indent=2))
+    return EXIT_OK
+
+
+def _add_cache_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--cache", help=f"answer cache file (default $HY_EVAL_CACHE or {DEFAULT_CACHE})")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="hy-eval",
@@ -121,6 +163,17 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("parse-history", help="print the messages of an L1_RAW text as JSON")
     p.add_argument("file", help="L1_RAW text file; '-' for stdin")
     p.set_defaults(func=cmd_parse_history)
+
+    cache = sub.add_parser("cache", help="inspect the answer cache").add_subparsers(
+        dest="cache_command", metavar="ACTION", required=True
+    )
+    p = cache.add_parser("stats", help="answers stored, per provider and model")
+    _add_cache_flag(p)
+    p.set_defaults(func=cmd_cache_stats)
+    p = cache.add_parser("explain", help="show what went into a key (to debug misses)")
+    p.add_argument("key", help="a key or its first characters (at least 6)")
+    _add_cache_flag(p)
+    p.set_defaults(func=cmd_cache_explain)
 
     return parser
 

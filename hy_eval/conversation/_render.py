@@ -61,10 +61,8 @@ def detect_language(texts: Sequence[str] | str) -> Language:
             if is_cjk(ch):
                 han += 1
                 in_word = False
-            elif (
-                (ch.isascii()
-                and ch.isalpha())
-                or (not ch.isascii() and unicodedata.category(ch).startswith("L") and ch < "\u0250")
+            elif (ch.isascii() and ch.isalpha()) or (
+                not ch.isascii() and unicodedata.category(ch).startswith("L") and ch < "\u0250"
             ):
                 if not in_word:
                     words += 1

@@ -1,0 +1,37 @@
+"""The LLM layer: providers (OpenAI-compatible, Anthropic, embedded llama.cpp), the answer
+cache with record/replay, retries, concurrency, usage and cost."""
+
+from hy_eval.llm._base import (
+    Completion,
+    Provider,
+    ProviderError,
+    Request,
+    Usage,
+    parse_json_answer,
+)
+from hy_eval.llm._cache import CACHE_MODES, AnswerCache, CacheMiss, CacheMode, cache_key
+from hy_eval.llm._client import CallStats, LLMClient, RetryPolicy
+from hy_eval.llm._openai import ConfigError
+from hy_eval.llm._registry import PROVIDERS, ModelSpec, PriceTable, make_provider
+
+__all__ = [
+    "CACHE_MODES",
+    "PROVIDERS",
+    "AnswerCache",
+    "CacheMiss",
+    "CacheMode",
+    "CallStats",
+    "Completion",
+    "ConfigError",
+    "LLMClient",
+    "ModelSpec",
+    "PriceTable",
+    "Provider",
+    "ProviderError",
+    "Request",
+    "RetryPolicy",
+    "Usage",
+    "cache_key",
+    "make_provider",
+    "parse_json_answer",
+]

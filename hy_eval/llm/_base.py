@@ -1,0 +1,143 @@
+"""The provider protocol and the records that cross it."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+JsonDict = dict[str, Any]
+ErrorKind = Literal[
+    "rate_limit", "server", "connection", "timeout", "bad_request", "auth", "bad_answer", "other"
+]
+RETRYABLE_KINDS: frozenset[str] = frozenset({"rate_limit", "server", "connection", "timeout"})
+
+
+@dataclass(frozen=True)
+class Request:
+    """Everything that can change a model's answer, and nothing else.
+
+    ``messages`` are plain ``{"role", "content"}`` dicts (system first if any). When
+    ``json_schema`` is given the provider asks for structured output under
+    ``schema_name``. ``repeat`` separates repeated samples of the same request in the
+    cache (it is never sent to the model).
+    """
+
+    messages: tuple[Mapping[str, str], ...]
+    model: str = ""
+    temperature: float = 0.0
+    max_tokens: int = 1024
+    seed: int | None = 0
+    json_schema: Mapping[str, Any] | None = None
+    schema_name: str | None = None
+    extra_body: Mapping[str, Any] | None = None
+    repeat: int = 0
+
+    @staticmethod
+    def of(messages: Sequence[Mapping[str, str]], **kwargs: Any) -> Request:
+        return Request(messages=tuple(dict(m) for m in messages), **kwargs)
+
+
+@dataclass(frozen=True)
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens
+        )
+
+
+@dataclass(frozen=True)
+class Completion:
+    """A model's answer. ``parsed`` is the JSON object when a schema was asked for and the
+    answer could be read as one (else ``None`` and ``parse_error`` says why)."""
+
+    text: str
+    finish_reason: str | None = None
+    usage: Usage = field(default_factory=Usage)
+    latency_s: float = 0.0
+    model_id: str = ""
+    parsed: JsonDict | None = None
+    parse_error: str | None = None
+    cached: bool = False
+    retries: int = 0
+
+
+class ProviderError(Exception):
+    """A failed model call. ``kind`` decides whether it is retried."""
+
+    def __init__(
+        self,
+        kind: ErrorKind,
+        message: str,
+        *,
+        status: int | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.status = status
+        self.retry_after = retry_after
+
+    @property
+    def retryable(self) -> bool:
+        return self.kind in RETRYABLE_KINDS
+
+
+class Provider(Protocol):
+    """One model endpoint. Implementations live one per file and import their SDK lazily."""
+
+    #: Registry name: ``openai``, ``anthropic``, ``local``, ...
+    name: str
+    #: Model id as the user named it (part of the cache key).
+    model: str
+    #: Endpoint (part of the cache key); empty for in-process models.
+    base_url: str
+    #: Default concurrency for this provider.
+    default_concurrency: int
+
+    async def complete(self, request: Request, timeout: float) -> Completion:
+        """Make one call. Raise ``ProviderError`` for any failure."""
+        ...
+
+    async def aclose(self) -> None: ...
+
+
+_FENCE_RE = re.compile(r"^\s*```(?:json|JSON)?\s*\n(.*?)\n\s*```\s*$", re.DOTALL)
+_THINK_RE = re.compile(r"^\s*<think>.*?</think>", re.DOTALL)
+
+
+def parse_json_answer(text: str) -> tuple[JsonDict | None, str | None]:
+    """Read a JSON object from a model's answer, with the repairs that are safe.
+
+    Safe repairs (docs/reliability.md): a leading ``<think>…</think>`` reasoning block is
+    dropped; a whole answer in a Markdown code fence is unwrapped; prose after a complete
+    top-level object is ignored. Anything else (truncated JSON, an array, an empty answer)
+    is a parse failure with a one-line reason.
+    """
+    body = _THINK_RE.sub("", text, count=1).strip()
+    fence = _FENCE_RE.match(body)
+    if fence:
+        body = fence.group(1).strip()
+    if not body:
+        return None, "empty answer"
+    start = body.find("{")
+    if start == -1:
+        return None, "no JSON object in the answer"
+    if body[:start].strip():
+        # Text before the object: accept only a fenced block that starts later.
+        inner = re.search(r"```(?:json|JSON)?\s*\n(\{.*?\})\s*\n\s*```", body, re.DOTALL)
+        if not inner:
+            return None, "text before the JSON object"
+        body, start = inner.group(1), 0
+    try:
+        value, _end = json.JSONDecoder().raw_decode(body, start)
+    except json.JSONDecodeError as exc:
+        return None, f"invalid JSON: {exc.msg} at char {exc.pos}"
+    if not isinstance(value, dict):
+        return None, "the answer is not a JSON object"
+    return value, None

@@ -1,0 +1,164 @@
+"""``LLMClient``: the one door every model call goes through.
+
+It adds to a provider: the answer cache, bounded concurrency, retries with exponential
+backoff and jitter (honouring ``Retry-After``), a per-call timeout, JSON parsing of
+structured answers, and per-run counters of calls, cache hits, retries, errors and tokens.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from hy_eval.llm._base import Completion, Provider, ProviderError, Request, Usage, parse_json_answer
+from hy_eval.llm._cache import AnswerCache, CacheMiss, CacheMode, cache_key, key_fields
+
+
+@dataclass
+class CallStats:
+    """Counters for one run. ``requests`` counts attempts sent to the provider."""
+
+    calls: int = 0
+    cache_hits: int = 0
+    requests: int = 0
+    retries: int = 0
+    errors: int = 0
+    errors_by_kind: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    usage: Usage = field(default_factory=Usage)
+    usage_by_stage: dict[str, Usage] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "calls": self.calls,
+            "cache_hits": self.cache_hits,
+            "requests": self.requests,
+            "retries": self.retries,
+            "errors": self.errors,
+            "errors_by_kind": dict(self.errors_by_kind),
+            "input_tokens": self.usage.input_tokens,
+            "output_tokens": self.usage.output_tokens,
+            "tokens_by_stage": {
+                k: {"input_tokens": u.input_tokens, "output_tokens": u.output_tokens}
+                for k, u in sorted(self.usage_by_stage.items())
+            },
+        }
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    max_retries: int = 4
+    base_delay: float = 0.5
+    max_delay: float = 30.0
+    jitter: float = 0.25
+
+    def delay(self, attempt: int, retry_after: float | None, rng: random.Random) -> float:
+        """Seconds to wait before retry number ``attempt`` (1-based)."""
+        if retry_after is not None:
+            return float(min(max(retry_after, 0.0), self.max_delay))
+        backoff = min(self.base_delay * (2.0 ** (attempt - 1)), self.max_delay)
+        return float(backoff) * (1 + self.jitter * rng.random())
+
+
+class LLMClient:
+    """Cache, concurrency, retries and counters around one provider."""
+
+    def __init__(
+        self,
+        provider: Provider,
+        *,
+        cache: AnswerCache | None = None,
+        cache_mode: CacheMode = "read-write",
+        concurrency: int | None = None,
+        timeout: float = 120.0,
+        retry: RetryPolicy | None = None,
+        options: dict[str, Any] | None = None,
+    ) -> None:
+        self.provider = provider
+        self.cache = cache if cache_mode != "off" else None
+        self.cache_mode = cache_mode
+        self.concurrency = concurrency or provider.default_concurrency
+        self.timeout = timeout
+        self.retry = retry or RetryPolicy()
+        self.options = options or getattr(provider, "key_options", {})
+        self.stats = CallStats()
+        self._semaphore: asyncio.Semaphore | None = None
+        self._rng = random.Random(0)
+
+    def key_fields(self, request: Request) -> dict[str, Any]:
+        p = self.provider
+        return key_fields(p.name, p.model, p.base_url, self.options, request)
+
+    def _sem(self) -> asyncio.Semaphore:
+        if self._semaphore is None:
+            self._semaphore = asyncio.Semaphore(self.concurrency)
+        return self._semaphore
+
+    async def complete(self, request: Request, *, label: str = "", stage: str = "") -> Completion:
+        """Answer ``request`` from the cache or the provider.
+
+        Raises ``CacheMiss`` in replay-only mode and ``ProviderError`` once the retries
+        are spent or for an error that is not retried.
+        """
+        self.stats.calls += 1
+        fields = self.key_fields(request)
+        key = cache_key(fields)
+        if self.cache is not None and self.cache_mode in ("read-write", "replay-only"):
+            hit = self.cache.get(key)
+            if hit is not None:
+                self.stats.cache_hits += 1
+                self._count_usage(stage, hit.usage)
+                return hit
+            if self.cache_mode == "replay-only":
+                raise CacheMiss(key, label, fields)
+        completion = await self._call_with_retries(request)
+        if request.json_schema is not None and completion.parsed is None:
+            parsed, error = parse_json_answer(completion.text)
+            completion = replace(completion, parsed=parsed, parse_error=error)
+        if self.cache is not None:
+            self.cache.put(key, fields, completion)
+        self._count_usage(stage, completion.usage)
+        return completion
+
+    def _count_usage(self, stage: str, usage: Usage) -> None:
+        self.stats.usage = self.stats.usage + usage
+        if stage:
+            self.stats.usage_by_stage[stage] = self.stats.usage_by_stage.get(stage, Usage()) + usage
+
+    async def _call_with_retries(self, request: Request) -> Completion:
+        attempt = 0
+        async with self._sem():
+            while True:
+                self.stats.requests += 1
+                started = time.perf_counter()
+                try:
+                    call = self.provider.complete(request, self.timeout)
+                    if getattr(self.provider, "interruptible", True):
+                        # A guard above the SDK's own timeout, for a provider that ignores it.
+                        completion = await asyncio.wait_for(call, self.timeout + 1.0)
+                    else:
+                        completion = await call
+                    return replace(
+                        completion,
+                        latency_s=time.perf_counter() - started,
+                        retries=attempt,
+                    )
+                except asyncio.TimeoutError:
+                    error = ProviderError("timeout", f"no answer within {self.timeout:g} s")
+                except ProviderError as exc:
+                    error = exc
+                if not error.retryable or attempt >= self.retry.max_retries:
+                    self.stats.errors += 1
+                    self.stats.errors_by_kind[error.kind] += 1
+                    if attempt:
+                        error.args = (f"{error.args[0]} (after {attempt} retries)",)
+                    raise error
+                attempt += 1
+                self.stats.retries += 1
+                await asyncio.sleep(self.retry.delay(attempt, error.retry_after, self._rng))
+
+    async def aclose(self) -> None:
+        await self.provider.aclose()

@@ -1,0 +1,160 @@
+"""OpenAI and any OpenAI-compatible server (vLLM, Ollama, llama.cpp server, DeepSeek,
+Hunyuan, ...) through the official ``openai`` SDK's ``AsyncOpenAI``."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Literal
+
+from hy_eval.llm._base import Completion, ProviderError, Request, Usage, parse_json_answer
+
+StructuredMode = Literal["json_schema", "json_object", "text"]
+DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
+
+
+class ConfigError(ValueError):
+    """A provider cannot be set up as asked (missing key, bad option)."""
+
+
+def to_openai_request(request: Request, model: str, structured: StructuredMode) -> dict[str, Any]:
+    """The chat-completions body for ``request`` (a pure function, tested on its own)."""
+    body: dict[str, Any] = {
+        "model": model,
+        "messages": [dict(m) for m in request.messages],
+        "temperature": request.temperature,
+        "max_tokens": request.max_tokens,
+    }
+    if request.seed is not None:
+        body["seed"] = request.seed
+    if request.json_schema is not None:
+        if structured == "json_schema":
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {
+                    "name": request.schema_name or "answer",
+                    "schema": dict(request.json_schema),
+                    "strict": False,
+                },
+            }
+        elif structured == "json_object":
+            body["response_format"] = {"type": "json_object"}
+    return body
+
+
+def retry_after_seconds(headers: Any) -> float | None:
+    """``Retry-After`` in seconds (numeric form; ``retry-after-ms`` is preferred when sent)."""
+    if headers is None:
+        return None
+    ms = headers.get("retry-after-ms")
+    if ms is not None:
+        try:
+            return float(ms) / 1000.0
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        return None  # an HTTP date: fall back to exponential backoff
+
+
+class OpenAIProvider:
+    """``--provider openai``. Key from ``OPENAI_API_KEY`` (or ``api_key``), base URL from
+    ``OPENAI_BASE_URL`` (or ``base_url``). A custom base URL needs no key."""
+
+    name = "openai"
+    default_concurrency = 8
+
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        structured: StructuredMode = "json_schema",
+    ) -> None:
+        import openai
+
+        self.model = model or DEFAULT_OPENAI_MODEL
+        self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or ""
+        key = api_key or os.environ.get("OPENAI_API_KEY")
+        if not key:
+            if not self.base_url:
+                raise ConfigError(
+                    "the openai provider needs an API key: set OPENAI_API_KEY "
+                    "(or pass --base-url for a server that needs none)"
+                )
+            key = "unused"
+        if structured not in ("json_schema", "json_object", "text"):
+            raise ConfigError(f"unknown structured-output mode {structured!r}")
+        self.structured: StructuredMode = structured
+        self.key_options = {"structured": structured}
+        self._openai = openai
+        self._client = openai.AsyncOpenAI(
+            api_key=key, base_url=self.base_url or None, max_retries=0
+        )
+
+    async def complete(self, request: Request, timeout: float) -> Completion:
+        openai = self._openai
+        body = to_openai_request(request, self.model, self.structured)
+        extra = dict(request.extra_body) if request.extra_body else None
+        try:
+            resp = await self._client.chat.completions.create(
+                **body, extra_body=extra, timeout=timeout
+            )
+        except openai.APITimeoutError as exc:
+            raise ProviderError("timeout", f"openai: timed out: {exc}") from None
+        except openai.APIConnectionError as exc:
+            raise ProviderError("connection", f"openai: connection error: {exc}") from None
+        except openai.APIStatusError as exc:
+            status = exc.status_code
+            kind = (
+                "rate_limit"
+                if status == 429
+                else "server"
+                if status >= 500
+                else "auth"
+                if status in (401, 403)
+                else "bad_request"
+            )
+            raise ProviderError(
+                kind,  # type: ignore[arg-type]
+                f"openai: HTTP {status}: {_short(exc.message)}",
+                status=status,
+                retry_after=retry_after_seconds(exc.response.headers),
+            ) from None
+        except openai.APIResponseValidationError as exc:
+            raise ProviderError("server", f"openai: malformed response: {exc}") from None
+        except ValueError as exc:  # the SDK lets a body that is not JSON through as-is
+            raise ProviderError("server", f"openai: malformed response body: {exc}") from None
+        if isinstance(resp, str) or not getattr(resp, "choices", None):
+            # The SDK hands back the raw text when the body is not JSON.
+            raise ProviderError("server", "openai: malformed response body (not a completion)")
+        choice = resp.choices[0]
+        text = choice.message.content or ""
+        usage = (
+            Usage(resp.usage.prompt_tokens or 0, resp.usage.completion_tokens or 0)
+            if resp.usage
+            else Usage()
+        )
+        parsed, parse_error = (None, None)
+        if request.json_schema is not None:
+            parsed, parse_error = parse_json_answer(text)
+        return Completion(
+            text=text,
+            finish_reason=choice.finish_reason,
+            usage=usage,
+            model_id=resp.model or self.model,
+            parsed=parsed,
+            parse_error=parse_error,
+        )
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+
+def _short(text: str, limit: int = 200) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

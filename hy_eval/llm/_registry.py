@@ -1,0 +1,114 @@
+"""Choosing a provider by name (``--provider``, ``--model``, ``--base-url``) and pricing."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hy_eval.llm._base import Provider, Usage
+from hy_eval.llm._openai import ConfigError
+
+PROVIDERS: tuple[str, ...] = ("local", "openai", "anthropic")
+
+
+def make_provider(
+    name: str = "local",
+    model: str | None = None,
+    *,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    options: Mapping[str, Any] | None = None,
+) -> Provider:
+    """Build a provider; its vendor SDK is imported only here, when it is chosen."""
+    opts = dict(options or {})
+    if name == "local":
+        from hy_eval.llm._local import LocalProvider
+
+        if base_url:
+            raise ConfigError("--base-url does not apply to the local provider")
+        return LocalProvider(model, **opts)
+    if name == "openai":
+        from hy_eval.llm._openai import OpenAIProvider
+
+        return OpenAIProvider(model, base_url=base_url, api_key=api_key, **opts)
+    if name == "anthropic":
+        from hy_eval.llm._anthropic import AnthropicProvider
+
+        return AnthropicProvider(model, base_url=base_url, api_key=api_key, **opts)
+    raise ConfigError(f"unknown provider {name!r} (expected one of {', '.join(PROVIDERS)})")
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """``local``, ``openai:gpt-4o-mini``, ``anthropic:claude-3-5-haiku-latest``."""
+
+    provider: str
+    model: str | None
+
+    @staticmethod
+    def parse(text: str) -> ModelSpec:
+        provider, _, model = text.partition(":")
+        if provider not in PROVIDERS:
+            raise ConfigError(
+                f"unknown provider {provider!r} in model spec {text!r} "
+                f"(expected one of {', '.join(PROVIDERS)})"
+            )
+        return ModelSpec(provider, model or None)
+
+    def __str__(self) -> str:
+        return f"{self.provider}:{self.model}" if self.model else self.provider
+
+
+#: USD per million tokens (input, output), from the vendors' published price lists.
+#: Extend or override with a TOML file: ``[models."name"] input_per_mtok = 0.15 ...``.
+DEFAULT_PRICES: dict[str, tuple[float, float]] = {
+    "SmolLM2-135M-Instruct": (0.0, 0.0),
+    "gpt-4o-mini": (0.15, 0.60),
+    "gpt-4o": (2.50, 10.00),
+    "gpt-4.1-mini": (0.40, 1.60),
+    "gpt-4.1": (2.00, 8.00),
+    "claude-3-5-haiku-latest": (0.80, 4.00),
+    "claude-sonnet-4-0": (3.00, 15.00),
+}
+
+
+class PriceTable:
+    def __init__(self, prices: Mapping[str, tuple[float, float]] | None = None) -> None:
+        self.prices = dict(DEFAULT_PRICES if prices is None else prices)
+
+    @staticmethod
+    def load(path: str | Path | None) -> PriceTable:
+        table = PriceTable()
+        if path is None:
+            return table
+        if sys.version_info >= (3, 11):
+            import tomllib
+        else:  # pragma: no cover
+            import tomli as tomllib
+        try:
+            data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise ConfigError(f"{path}: price file not found") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+        for model, entry in (data.get("models") or {}).items():
+            try:
+                table.prices[model] = (
+                    float(entry["input_per_mtok"]),
+                    float(entry["output_per_mtok"]),
+                )
+            except (KeyError, TypeError, ValueError):
+                raise ConfigError(
+                    f"{path}: models.{model} needs numeric input_per_mtok and output_per_mtok"
+                ) from None
+        return table
+
+    def cost(self, model: str, usage: Usage) -> float | None:
+        """USD for ``usage`` on ``model``; ``None`` (unknown) when the model has no price."""
+        price = self.prices.get(model)
+        if price is None:
+            return None
+        return (usage.input_tokens * price[0] + usage.output_tokens * price[1]) / 1_000_000
