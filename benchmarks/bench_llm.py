@@ -1,0 +1,107 @@
+"""Provider-layer overhead against a bare AsyncOpenAI loop, and cached re-run speed.
+
+    python benchmarks/bench_llm.py [--calls 400] [--concurrency 20] [--delay 0.1]
+
+Both loops make the same calls against the same loopback server (fixed delay per
+answer) in one run; the figures to read are the ratios (target: provider layer at most
+1.10 x the bare loop). Nothing is asserted: this machine is shared and noisy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from hy_eval.llm import AnswerCache, LLMClient, Request, make_provider  # noqa: E402
+from hy_eval.llm.loopback import LoopbackServer, Reply, openai_completion  # noqa: E402
+
+
+def make_script(delay: float):
+    body = openai_completion('{"facts": []}')
+
+    def script(_req):
+        return Reply(body=body, delay=delay)
+
+    return script
+
+
+async def bare_loop(url: str, calls: int, concurrency: int) -> float:
+    import openai
+
+    client = openai.AsyncOpenAI(api_key="bench", base_url=url, max_retries=0)
+    sem = asyncio.Semaphore(concurrency)
+
+    async def one(i: int) -> None:
+        async with sem:
+            await client.chat.completions.create(
+                model="bench",
+                messages=[{"role": "user", "content": f"bare {i}"}],
+                temperature=0.0,
+                max_tokens=100,
+            )
+
+    started = time.perf_counter()
+    await asyncio.gather(*(one(i) for i in range(calls)))
+    elapsed = time.perf_counter() - started
+    await client.close()
+    return elapsed
+
+
+async def layer_loop(client: LLMClient, calls: int, tag: str) -> float:
+    requests = [
+        Request.of([{"role": "user", "content": f"{tag} {i}"}], max_tokens=100)
+        for i in range(calls)
+    ]
+    started = time.perf_counter()
+    await asyncio.gather(*(client.complete(r) for r in requests))
+    return time.perf_counter() - started
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--calls", type=int, default=400)
+    ap.add_argument("--concurrency", type=int, default=20)
+    ap.add_argument("--delay", type=float, default=0.1)
+    args = ap.parse_args()
+    ideal = args.calls * args.delay / args.concurrency
+    with LoopbackServer(make_script(args.delay)) as server, tempfile.TemporaryDirectory() as tmp:
+        cache = AnswerCache(Path(tmp) / "bench.sqlite")
+
+        async def run_all() -> tuple[float, float, float, int]:
+            bare = await bare_loop(server.openai_url, args.calls, args.concurrency)
+            provider = make_provider("openai", "bench", base_url=server.openai_url, api_key="b")
+            client = LLMClient(provider, cache=cache, concurrency=args.concurrency)
+            layer = await layer_loop(client, args.calls, "layer")
+            before = server.count
+            cached = await layer_loop(client, args.calls, "layer")
+            await client.aclose()
+            return bare, layer, cached, server.count - before
+
+        bare, layer, cached, cached_requests = asyncio.run(run_all())
+    print(
+        f"calls {args.calls}, concurrency {args.concurrency}, server delay {args.delay * 1000:.0f} ms"
+    )
+    print(f"{'what':<28}{'seconds':>10}{'x ideal':>10}{'x bare':>10}")
+    print(f"{'ideal (calls*delay/conc)':<28}{ideal:>10.2f}{1.0:>10.2f}{ideal / bare:>10.2f}")
+    print(f"{'bare AsyncOpenAI loop':<28}{bare:>10.2f}{bare / ideal:>10.2f}{1.0:>10.2f}")
+    print(
+        f"{'provider layer (uncached)':<28}{layer:>10.2f}{layer / ideal:>10.2f}{layer / bare:>10.2f}"
+    )
+    print(
+        f"{'provider layer (cached)':<28}{cached:>10.3f}{cached / ideal:>10.3f}{cached / bare:>10.3f}"
+    )
+    print(
+        f"cached: {args.calls / cached:,.0f} calls/s, {cached / layer:.3%} of the uncached wall time, "
+        f"{cached_requests} requests reached the server"
+    )
+    print(f"RATIO provider_layer/bare = {layer / bare:.3f} (target <= 1.10)")
+
+
+if __name__ == "__main__":
+    main()
