@@ -18,8 +18,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hy_eval.llm import AnswerCache, LLMClient, Request, make_provider  # noqa: E402
-from hy_eval.llm.loopback import LoopbackServer, Reply, openai_completion  # noqa: E402
+from hy_eval.llm import AnswerCache, LLMClient, Request, make_provider
+from hy_eval.llm.loopback import LoopbackServer, Reply, openai_completion
 
 
 def make_script(delay: float):
@@ -84,21 +84,19 @@ def main() -> None:
             return bare, layer, cached, server.count - before
 
         bare, layer, cached, cached_requests = asyncio.run(run_all())
-    print(
-        f"calls {args.calls}, concurrency {args.concurrency}, server delay {args.delay * 1000:.0f} ms"
-    )
+    rows = [
+        ("ideal (calls*delay/conc)", ideal),
+        ("bare AsyncOpenAI loop", bare),
+        ("provider layer (uncached)", layer),
+        ("provider layer (cached)", cached),
+    ]
+    print(f"calls {args.calls}, concurrency {args.concurrency}, delay {args.delay * 1000:.0f} ms")
     print(f"{'what':<28}{'seconds':>10}{'x ideal':>10}{'x bare':>10}")
-    print(f"{'ideal (calls*delay/conc)':<28}{ideal:>10.2f}{1.0:>10.2f}{ideal / bare:>10.2f}")
-    print(f"{'bare AsyncOpenAI loop':<28}{bare:>10.2f}{bare / ideal:>10.2f}{1.0:>10.2f}")
+    for name, seconds in rows:
+        print(f"{name:<28}{seconds:>10.3f}{seconds / ideal:>10.3f}{seconds / bare:>10.3f}")
     print(
-        f"{'provider layer (uncached)':<28}{layer:>10.2f}{layer / ideal:>10.2f}{layer / bare:>10.2f}"
-    )
-    print(
-        f"{'provider layer (cached)':<28}{cached:>10.3f}{cached / ideal:>10.3f}{cached / bare:>10.3f}"
-    )
-    print(
-        f"cached: {args.calls / cached:,.0f} calls/s, {cached / layer:.3%} of the uncached wall time, "
-        f"{cached_requests} requests reached the server"
+        f"cached: {args.calls / cached:,.0f} calls/s, {cached / layer:.3%} of the uncached "
+        f"wall time, {cached_requests} requests reached the server"
     )
     print(f"RATIO provider_layer/bare = {layer / bare:.3f} (target <= 1.10)")
 
