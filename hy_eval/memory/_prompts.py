@@ -1,0 +1,152 @@
+"""Prompt templates: ``prompts/<variant>/<stage>.<lang>.j2``.
+
+A variant folder holds only the files it changes; a missing file falls back to
+``prompts/default/``. Every stage template extends ``prompts/_layout.j2`` (directly, or
+through ``default/<stage>.<lang>.j2`` when a variant overrides only some blocks) and fills
+two blocks, ``system`` and ``user``, which become the system and the user message. The
+layout puts a marker between them; the rendered text is split at its first
+occurrence, which always precedes any conversation text.
+
+Templates run in Jinja's sandbox with ``StrictUndefined``. Conversation text is passed as
+a value, never as template source, so content such as ``{{ 7*7 }}`` reaches the model
+verbatim. A template that uses a variable the code does not pass is refused when loaded,
+naming the file and every unknown variable.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from jinja2 import meta
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+STAGES = ("extract", "reconcile")
+LANGUAGES = ("en", "zh")
+
+#: The variables the code passes to each stage; templates may use these and no others.
+STAGE_VARIABLES: dict[str, frozenset[str]] = {
+    "extract": frozenset({"conversation", "history", "user_name", "named_speakers", "lang"}),
+    "reconcile": frozenset({"facts", "memories", "user_name", "named_speakers", "lang"}),
+}
+
+DEFAULT_PROMPTS_DIR = Path(__file__).resolve().parents[2] / "prompts"
+USER_MARKER = "<<<hy_eval:user>>>"
+
+
+class PromptError(ValueError):
+    """A prompt that cannot be used: unknown variant, missing file, bad template."""
+
+
+@dataclass(frozen=True)
+class RenderedPrompt:
+    system: str
+    user: str
+    template: str  # path relative to the prompts folder
+
+    def messages(self) -> list[dict[str, str]]:
+        return [{"role": "system", "content": self.system}, {"role": "user", "content": self.user}]
+
+
+class PromptLibrary:
+    def __init__(self, variant: str = "default", root: str | Path | None = None) -> None:
+        self.root = Path(root) if root is not None else DEFAULT_PROMPTS_DIR
+        self.variant = variant
+        if not (self.root / "default").is_dir():
+            raise PromptError(f"{self.root}: no prompts/default folder")
+        if not (self.root / variant).is_dir():
+            known = ", ".join(self.variants(self.root))
+            raise PromptError(f"unknown prompt variant {variant!r} (known: {known})")
+        self.env = ImmutableSandboxedEnvironment(
+            loader=jinja2.FileSystemLoader(str(self.root)),
+            undefined=jinja2.StrictUndefined,
+            autoescape=False,
+            keep_trailing_newline=False,
+            trim_blocks=True,
+            lstrip_blocks=True,
+        )
+        self._templates: dict[tuple[str, str], jinja2.Template] = {}
+
+    @staticmethod
+    def variants(root: str | Path | None = None) -> list[str]:
+        base = Path(root) if root is not None else DEFAULT_PROMPTS_DIR
+        return sorted(p.name for p in base.iterdir() if p.is_dir() and not p.name.startswith("_"))
+
+    def path_for(self, stage: str, lang: str) -> str:
+        if stage not in STAGES:
+            raise PromptError(f"unknown prompt stage {stage!r}")
+        if lang not in LANGUAGES:
+            raise PromptError(f"unknown prompt language {lang!r}")
+        name = f"{stage}.{lang}.j2"
+        if (self.root / self.variant / name).is_file():
+            return f"{self.variant}/{name}"
+        if (self.root / "default" / name).is_file():
+            return f"default/{name}"
+        raise PromptError(f"missing prompt file prompts/default/{name}")
+
+    def _check_variables(self, rel: str, stage: str) -> None:
+        seen: set[str] = set()
+        pending = [rel]
+        while pending:
+            current = pending.pop()
+            if current in seen:
+                continue
+            seen.add(current)
+            source = (self.root / current).read_text(encoding="utf-8")
+            try:
+                ast = self.env.parse(source, name=current, filename=str(self.root / current))
+            except jinja2.TemplateSyntaxError as exc:
+                raise PromptError(
+                    f"prompts/{current}:{exc.lineno}: template syntax error: {exc.message}"
+                ) from None
+            unknown = meta.find_undeclared_variables(ast) - STAGE_VARIABLES[stage]
+            if unknown:
+                raise PromptError(
+                    f"prompts/{current}: undefined variable(s) {', '.join(sorted(unknown))} "
+                    f"(the {stage} stage passes {', '.join(sorted(STAGE_VARIABLES[stage]))})"
+                )
+            pending.extend(r for r in meta.find_referenced_templates(ast) if r)
+
+    def template(self, stage: str, lang: str) -> jinja2.Template:
+        key = (stage, lang)
+        if key not in self._templates:
+            rel = self.path_for(stage, lang)
+            self._check_variables(rel, stage)
+            self._templates[key] = self.env.get_template(rel)
+        return self._templates[key]
+
+    def render(self, stage: str, lang: str, variables: dict[str, Any]) -> RenderedPrompt:
+        unknown = set(variables) - STAGE_VARIABLES[stage]
+        if unknown:
+            raise PromptError(f"{stage}: the code passed unknown variable(s) {sorted(unknown)}")
+        template = self.template(stage, lang)
+        rel = self.path_for(stage, lang)
+        try:
+            text = template.render(variables)
+        except jinja2.UndefinedError as exc:
+            raise PromptError(f"prompts/{rel}: {exc.message}") from None
+        system, marker, user = text.partition(USER_MARKER)
+        if not marker:
+            raise PromptError(f"prompts/{rel}: does not extend _layout.j2 (no user marker)")
+        return RenderedPrompt(system.strip(), user.strip(), rel)
+
+    def file_hashes(self) -> dict[str, str]:
+        """SHA-256 of every prompt file this variant uses (for run manifests)."""
+        out: dict[str, str] = {
+            "_layout.j2": hashlib.sha256((self.root / "_layout.j2").read_bytes()).hexdigest()
+        }
+        for stage in STAGES:
+            for lang in LANGUAGES:
+                rel = self.path_for(stage, lang)
+                files = [rel]
+                if rel.startswith(f"{self.variant}/") and self.variant != "default":
+                    fallback = f"default/{stage}.{lang}.j2"
+                    if (self.root / fallback).is_file():
+                        files.append(fallback)  # extended by the variant's file
+                for f in files:
+                    data = (self.root / f).read_bytes()
+                    out[f] = hashlib.sha256(data).hexdigest()
+        return dict(sorted(out.items()))

@@ -1,0 +1,247 @@
+"""Reconcile: one model call deciding, per new fact, ADD/UPDATE/DELETE/SUPERSEDE/NONE
+against related existing memories (R1), then the cross-subject guard (R2) and the
+fallback (R3).
+
+The model sees existing memories under short ids (``m1``, ``m2``...), never database ids.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from hy_eval.llm import Completion, LLMClient, ProviderError, Request, Usage
+from hy_eval.memory._extract import Fact
+from hy_eval.memory._prompts import PromptLibrary, RenderedPrompt
+from hy_eval.memory._store import Memory
+from hy_eval.memory._subjects import Speakers, Subject, same_subject, subject_of
+
+OPS = ("ADD", "UPDATE", "DELETE", "SUPERSEDE", "NONE")
+CHANGING_OPS = frozenset({"UPDATE", "DELETE", "SUPERSEDE"})
+
+#: The answer schema named ``memory_reconcile``.
+RECONCILE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "operations": {
+            "type": "array",
+            "maxItems": 24,
+            "items": {
+                "type": "object",
+                "properties": {
+                    "op": {"type": "string", "enum": list(OPS)},
+                    "fact": {"type": "integer"},
+                    "target_ids": {"type": "array", "maxItems": 4, "items": {"type": "string"}},
+                    "text": {"type": "string", "maxLength": 200},
+                },
+                "required": ["op", "fact", "target_ids", "text"],
+                "additionalProperties": False,
+            },
+        }
+    },
+    "required": ["operations"],
+    "additionalProperties": False,
+}
+
+
+class OperationAnswer(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    op: Literal["ADD", "UPDATE", "DELETE", "SUPERSEDE", "NONE"]
+    fact: int
+    target_ids: list[str] = Field(default_factory=list)
+    text: str = ""
+
+
+class ReconcileAnswer(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    operations: list[OperationAnswer]
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One operation. ``targets`` are database ids of existing memories."""
+
+    op: str
+    fact: int
+    targets: tuple[int, ...]
+    text: str
+    note: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "op": self.op,
+            "fact": self.fact,
+            "targets": list(self.targets),
+            "text": self.text,
+            **({"note": self.note} if self.note else {}),
+        }
+
+
+@dataclass(frozen=True)
+class GuardEvent:
+    """A cross-subject operation the guard turned into ADD (R2)."""
+
+    op: str
+    fact: int
+    target: int
+    fact_subject: str
+    target_subject: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class Reconciliation:
+    raw: list[Operation]
+    applied: list[Operation]
+    guard_events: list[GuardEvent] = field(default_factory=list)
+    fallback: str | None = None
+    parse_error: str | None = None
+    prompt: RenderedPrompt | None = None
+    completion: Completion | None = None
+    short_ids: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def usage(self) -> Usage:
+        return self.completion.usage if self.completion else Usage()
+
+
+def add_all(facts: list[Fact], note: str | None = None) -> list[Operation]:
+    return [Operation("ADD", i, (), f.text, note) for i, f in enumerate(facts)]
+
+
+def interpret(
+    answer: ReconcileAnswer, facts: list[Fact], short_ids: dict[str, int]
+) -> tuple[list[Operation] | None, str | None]:
+    """Operations with database ids, or (None, reason) when the answer cannot be used.
+
+    Facts the answer leaves out are ADDed; a second operation for the same fact is
+    ignored. Unknown ids or fact numbers make the whole answer unusable (R3).
+    """
+    ops: list[Operation] = []
+    seen: set[int] = set()
+    for item in answer.operations:
+        if not 0 <= item.fact < len(facts):
+            return None, f"unknown fact number {item.fact}"
+        unknown = [t for t in item.target_ids if t not in short_ids]
+        if unknown:
+            return None, f"unknown memory id(s) {', '.join(unknown)}"
+        if item.op in CHANGING_OPS and not item.target_ids:
+            return None, f"{item.op} for fact {item.fact} without a target id"
+        if item.fact in seen:
+            continue
+        seen.add(item.fact)
+        text = item.text.strip() or facts[item.fact].text
+        targets = tuple(short_ids[t] for t in item.target_ids) if item.op != "ADD" else ()
+        ops.append(Operation(item.op, item.fact, targets, text))
+    for i, f in enumerate(facts):
+        if i not in seen:
+            ops.append(Operation("ADD", i, (), f.text, "left out by the model"))
+    ops.sort(key=lambda o: o.fact)
+    return ops, None
+
+
+def guard(
+    ops: list[Operation],
+    facts: list[Fact],
+    memories: dict[int, Memory],
+    speakers: Speakers,
+) -> tuple[list[Operation], list[GuardEvent]]:
+    """R2: an UPDATE/DELETE/SUPERSEDE whose target has another subject becomes ADD."""
+    out: list[Operation] = []
+    events: list[GuardEvent] = []
+    for op in ops:
+        if op.op not in CHANGING_OPS:
+            out.append(op)
+            continue
+        fact_subject: Subject = subject_of(facts[op.fact].text, speakers)
+        crossing = [
+            t
+            for t in op.targets
+            if not same_subject(fact_subject, subject_of(memories[t].text, speakers))
+        ]
+        if not crossing:
+            out.append(op)
+            continue
+        for t in crossing:
+            events.append(
+                GuardEvent(
+                    op.op, op.fact, t, fact_subject.key, subject_of(memories[t].text, speakers).key
+                )
+            )
+        out.append(Operation("ADD", op.fact, (), facts[op.fact].text, f"guard: was {op.op}"))
+    return out, events
+
+
+async def reconcile(
+    llm: LLMClient,
+    prompts: PromptLibrary,
+    *,
+    facts: list[Fact],
+    related: list[Memory],
+    lang: str,
+    speakers: Speakers,
+    use_guard: bool = True,
+    label: str = "",
+    max_tokens: int = 1024,
+) -> Reconciliation:
+    """Decide operations for ``facts`` against ``related`` memories. Never raises for a bad
+    answer or a provider error: those fall back to ADD-all with the reason (R3)."""
+    if not facts:
+        return Reconciliation([], [])
+    if not related:
+        added = add_all(facts)
+        return Reconciliation(added, added)
+    short_ids = {f"m{i + 1}": m.id for i, m in enumerate(related)}
+    by_id = {m.id: m for m in related}
+    prompt = prompts.render(
+        "reconcile",
+        lang,
+        {
+            "facts": [{"index": i, "text": f.text, "owner": f.owner} for i, f in enumerate(facts)],
+            "memories": [{"id": s, "text": by_id[d].text} for s, d in short_ids.items()],
+            "user_name": speakers.user_name,
+            "named_speakers": list(speakers.named),
+            "lang": lang,
+        },
+    )
+    request = Request.of(
+        prompt.messages(),
+        max_tokens=max_tokens,
+        json_schema=RECONCILE_SCHEMA,
+        schema_name="memory_reconcile",
+    )
+    result = Reconciliation([], [], prompt=prompt, short_ids=short_ids)
+    try:
+        completion = await llm.complete(
+            request, label=f"{label} reconcile".strip(), stage="reconcile"
+        )
+    except ProviderError as exc:
+        result.applied = add_all(facts, "fallback")
+        result.fallback = f"provider error: {exc}"
+        return result
+    result.completion = completion
+    reason = completion.parse_error
+    ops: list[Operation] | None = None
+    if completion.parsed is not None:
+        try:
+            answer = ReconcileAnswer.model_validate(completion.parsed)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            reason = f"wrong schema: {'.'.join(str(p) for p in first['loc'])}: {first['msg']}"
+        else:
+            ops, reason = interpret(answer, facts, short_ids)
+    if ops is None:
+        result.parse_error = reason
+        result.fallback = f"unusable answer: {reason}"
+        result.applied = add_all(facts, "fallback")
+        return result
+    result.raw = ops
+    if use_guard:
+        result.applied, result.guard_events = guard(ops, facts, by_id, speakers)
+    else:
+        result.applied = list(ops)
+    return result

@@ -1,0 +1,399 @@
+"""The memory store: one SQLite file (or ``:memory:``).
+
+Tables: memories (text, owner, status active/superseded/deleted, link to the memory that
+superseded it), events (every operation with its before and after), profiles (the L0
+profile, one row per version), l1_raw (rendered conversations), and a full-text index
+(FTS5, trigram tokenizer, so Chinese text without spaces is searchable too). The schema
+changes only through numbered migrations recorded in ``schema_migrations``.
+
+All writes of one ``add`` go through ``transaction()``: a crash in the middle leaves the
+store as it was before that ``add``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hy_eval.conversation._render import is_cjk
+
+_M1 = [
+    """CREATE TABLE memories (
+        id INTEGER PRIMARY KEY,
+        user_id TEXT NOT NULL,
+        text TEXT NOT NULL,
+        owner TEXT NOT NULL CHECK (owner IN ('user', 'agent')),
+        status TEXT NOT NULL DEFAULT 'active'
+            CHECK (status IN ('active', 'superseded', 'deleted')),
+        superseded_by INTEGER REFERENCES memories(id),
+        created REAL NOT NULL,
+        updated REAL NOT NULL
+    )""",
+    "CREATE INDEX memories_user ON memories(user_id, status)",
+    """CREATE TABLE events (
+        id INTEGER PRIMARY KEY,
+        memory_id INTEGER NOT NULL REFERENCES memories(id),
+        user_id TEXT NOT NULL,
+        op TEXT NOT NULL,
+        before TEXT,
+        after TEXT,
+        note TEXT,
+        created REAL NOT NULL
+    )""",
+    "CREATE INDEX events_memory ON events(memory_id)",
+    """CREATE TABLE profiles (
+        user_id TEXT NOT NULL,
+        version INTEGER NOT NULL,
+        data TEXT NOT NULL,
+        created REAL NOT NULL,
+        PRIMARY KEY (user_id, version)
+    )""",
+    """CREATE TABLE l1_raw (
+        id INTEGER PRIMARY KEY,
+        user_id TEXT NOT NULL,
+        session_id TEXT,
+        text TEXT NOT NULL,
+        created REAL NOT NULL
+    )""",
+    "CREATE INDEX l1_raw_user ON l1_raw(user_id, id)",
+]
+
+_M2 = [
+    """CREATE VIRTUAL TABLE memories_fts USING fts5(
+        text, content='memories', content_rowid='id', tokenize='trigram'
+    )""",
+    """CREATE TRIGGER memories_ai AFTER INSERT ON memories BEGIN
+        INSERT INTO memories_fts(rowid, text) VALUES (new.id, new.text);
+    END""",
+    """CREATE TRIGGER memories_ad AFTER DELETE ON memories BEGIN
+        INSERT INTO memories_fts(memories_fts, rowid, text) VALUES ('delete', old.id, old.text);
+    END""",
+    """CREATE TRIGGER memories_au AFTER UPDATE OF text ON memories BEGIN
+        INSERT INTO memories_fts(memories_fts, rowid, text) VALUES ('delete', old.id, old.text);
+        INSERT INTO memories_fts(rowid, text) VALUES (new.id, new.text);
+    END""",
+]
+
+
+#: Numbered migrations; append only. Each runs once and is recorded.
+#: Each is a list of statements run one by one inside the migration's transaction
+#: (``executescript`` would commit half-way).
+MIGRATIONS: list[tuple[int, str, list[str]]] = [
+    (1, "memories, events, profiles, l1_raw", _M1),
+    (2, "full-text search (FTS5 trigram)", _M2),
+]
+
+
+@dataclass(frozen=True)
+class Memory:
+    id: int
+    user_id: str
+    text: str
+    owner: str
+    status: str = "active"
+    superseded_by: int | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "text": self.text,
+            "owner": self.owner,
+            "status": self.status,
+            "superseded_by": self.superseded_by,
+        }
+
+
+_STOPWORDS = frozenset(
+    {
+        "the",
+        "and",
+        "for",
+        "with",
+        "that",
+        "this",
+        "from",
+        "are",
+        "was",
+        "were",
+        "has",
+        "have",
+        "his",
+        "her",
+        "its",
+        "they",
+        "their",
+        "them",
+        "user",
+        "user's",
+        "about",
+        "into",
+        "also",
+        "been",
+        "not",
+        "but",
+        "who",
+        "what",
+        "when",
+        "where",
+        "which",
+    }
+)
+
+
+def search_terms(query: str) -> list[str]:
+    """FTS terms for a query: Latin words of 3+ letters (minus a few stopwords) and every
+    3-character window of each run of Han characters (the trigram tokenizer's unit)."""
+    terms: list[str] = []
+    for word in re.findall(r"[^\W\d_]{3,}", query):
+        if any(is_cjk(ch) for ch in word):
+            continue
+        w = word.lower()
+        if w not in _STOPWORDS and w not in terms:
+            terms.append(w)
+    for run in re.findall(r"[\u3400-\u9fff\uf900-\ufaff]+", query):
+        grams = [run[i : i + 3] for i in range(len(run) - 2)] if len(run) >= 3 else []
+        for g in grams:
+            if g not in terms:
+                terms.append(g)
+    return terms
+
+
+def _short_cjk_words(query: str) -> list[str]:
+    return [r for r in re.findall(r"[\u3400-\u9fff\uf900-\ufaff]+", query) if len(r) == 2]
+
+
+class MemoryStore:
+    def __init__(self, path: str | Path = ":memory:") -> None:
+        self.path = str(path)
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.RLock()
+        self.db = sqlite3.connect(
+            self.path, check_same_thread=False, timeout=30.0, isolation_level=None
+        )
+        self.db.execute("PRAGMA busy_timeout = 30000")
+        self.db.execute("PRAGMA foreign_keys = ON")
+        if self.path != ":memory:":
+            self.db.execute("PRAGMA journal_mode = WAL")
+        self._migrate()
+
+    # -- schema ------------------------------------------------------------------------
+
+    def _migrate(self) -> None:
+        with self._lock:
+            self.db.execute("BEGIN IMMEDIATE")
+            try:
+                self.db.execute(
+                    "CREATE TABLE IF NOT EXISTS schema_migrations "
+                    "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied REAL NOT NULL)"
+                )
+                done = {v for (v,) in self.db.execute("SELECT version FROM schema_migrations")}
+                for version, name, statements in MIGRATIONS:
+                    if version in done:
+                        continue
+                    for statement in statements:
+                        self.db.execute(statement)
+                    self.db.execute(
+                        "INSERT INTO schema_migrations VALUES (?, ?, ?)",
+                        (version, name, time.time()),
+                    )
+                self.db.execute("COMMIT")
+            except BaseException:
+                self.db.execute("ROLLBACK")
+                raise
+
+    def migrations(self) -> list[tuple[int, str]]:
+        return list(self.db.execute("SELECT version, name FROM schema_migrations ORDER BY 1"))
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction: everything in it is applied, or nothing is."""
+        with self._lock:
+            self.db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self.db
+            except BaseException:
+                self.db.execute("ROLLBACK")
+                raise
+            self.db.execute("COMMIT")
+
+    # -- memories ----------------------------------------------------------------------
+
+    @staticmethod
+    def _row(row: tuple[Any, ...]) -> Memory:
+        return Memory(*row)
+
+    _COLS = "id, user_id, text, owner, status, superseded_by"
+
+    def get(self, memory_id: int) -> Memory | None:
+        row = self.db.execute(
+            f"SELECT {self._COLS} FROM memories WHERE id = ?", (memory_id,)
+        ).fetchone()
+        return self._row(row) if row else None
+
+    def get_all(self, user_id: str, *, include_inactive: bool = False) -> list[Memory]:
+        where = "" if include_inactive else " AND status = 'active'"
+        rows = self.db.execute(
+            f"SELECT {self._COLS} FROM memories WHERE user_id = ?{where} ORDER BY id", (user_id,)
+        )
+        return [self._row(r) for r in rows]
+
+    def search(self, query: str, user_id: str, limit: int = 5) -> list[Memory]:
+        """Active memories of ``user_id`` related to ``query``, best first (BM25 over
+        trigrams, plus a substring match for two-character Chinese words)."""
+        terms = search_terms(query)
+        found: list[Memory] = []
+        if terms:
+            match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+            rows = self.db.execute(
+                f"SELECT {', '.join('m.' + c for c in self._COLS.split(', '))} "
+                "FROM memories_fts f JOIN memories m ON m.id = f.rowid "
+                "WHERE memories_fts MATCH ? AND m.user_id = ? AND m.status = 'active' "
+                "ORDER BY bm25(memories_fts) LIMIT ?",
+                (match, user_id, limit),
+            )
+            found = [self._row(r) for r in rows]
+        for word in _short_cjk_words(query):
+            if len(found) >= limit:
+                break
+            rows = self.db.execute(
+                f"SELECT {self._COLS} FROM memories WHERE user_id = ? AND status = 'active' "
+                "AND instr(text, ?) > 0 ORDER BY id LIMIT ?",
+                (user_id, word, limit),
+            )
+            for r in rows:
+                mem = self._row(r)
+                if mem.id not in {f.id for f in found} and len(found) < limit:
+                    found.append(mem)
+        return found
+
+    def history(self, memory_id: int) -> list[dict[str, Any]]:
+        rows = self.db.execute(
+            "SELECT id, op, before, after, note, created FROM events WHERE memory_id = ? "
+            "ORDER BY id",
+            (memory_id,),
+        )
+        return [
+            {"event": i, "op": op, "before": b, "after": a, "note": n, "at": t}
+            for i, op, b, a, n, t in rows
+        ]
+
+    # Write helpers: call inside ``transaction()``.
+
+    def _event(
+        self,
+        memory_id: int,
+        user_id: str,
+        op: str,
+        before: str | None,
+        after: str | None,
+        note: str | None = None,
+    ) -> None:
+        self.db.execute(
+            "INSERT INTO events (memory_id, user_id, op, before, after, note, created)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (memory_id, user_id, op, before, after, note, time.time()),
+        )
+
+    def insert(self, user_id: str, text: str, owner: str, note: str | None = None) -> int:
+        now = time.time()
+        cur = self.db.execute(
+            "INSERT INTO memories (user_id, text, owner, created, updated) VALUES (?, ?, ?, ?, ?)",
+            (user_id, text, owner, now, now),
+        )
+        memory_id = int(cur.lastrowid or 0)
+        self._event(memory_id, user_id, "ADD", None, text, note)
+        return memory_id
+
+    def update(self, memory_id: int, text: str, note: str | None = None) -> None:
+        old = self.get(memory_id)
+        if old is None:
+            raise KeyError(memory_id)
+        self.db.execute(
+            "UPDATE memories SET text = ?, updated = ? WHERE id = ?", (text, time.time(), memory_id)
+        )
+        self._event(memory_id, old.user_id, "UPDATE", old.text, text, note)
+
+    def delete(self, memory_id: int, note: str | None = None) -> None:
+        old = self.get(memory_id)
+        if old is None:
+            raise KeyError(memory_id)
+        self.db.execute(
+            "UPDATE memories SET status = 'deleted', updated = ? WHERE id = ?",
+            (time.time(), memory_id),
+        )
+        self._event(memory_id, old.user_id, "DELETE", old.text, None, note)
+
+    def supersede(self, memory_id: int, new_id: int, note: str | None = None) -> None:
+        old = self.get(memory_id)
+        new = self.get(new_id)
+        if old is None or new is None:
+            raise KeyError(memory_id if old is None else new_id)
+        self.db.execute(
+            "UPDATE memories SET status = 'superseded', superseded_by = ?, updated = ? "
+            "WHERE id = ?",
+            (new_id, time.time(), memory_id),
+        )
+        self._event(memory_id, old.user_id, "SUPERSEDE", old.text, new.text, note)
+
+    # -- L0 profile and L1_RAW ---------------------------------------------------------
+
+    def profile(self, user_id: str) -> dict[str, Any]:
+        row = self.db.execute(
+            "SELECT data FROM profiles WHERE user_id = ? ORDER BY version DESC LIMIT 1",
+            (user_id,),
+        ).fetchone()
+        return dict(json.loads(row[0])) if row else {}
+
+    def profile_versions(self, user_id: str) -> list[dict[str, Any]]:
+        rows = self.db.execute(
+            "SELECT version, data FROM profiles WHERE user_id = ? ORDER BY version", (user_id,)
+        )
+        return [{"version": v, **json.loads(d)} for v, d in rows]
+
+    def write_profile(self, user_id: str, data: dict[str, Any]) -> int:
+        (version,) = self.db.execute(
+            "SELECT COALESCE(MAX(version), 0) + 1 FROM profiles WHERE user_id = ?", (user_id,)
+        ).fetchone()
+        self.db.execute(
+            "INSERT INTO profiles VALUES (?, ?, ?, ?)",
+            (user_id, version, json.dumps(data, ensure_ascii=False, sort_keys=True), time.time()),
+        )
+        return int(version)
+
+    def add_l1_raw(self, user_id: str, text: str, session_id: str | None = None) -> int:
+        cur = self.db.execute(
+            "INSERT INTO l1_raw (user_id, session_id, text, created) VALUES (?, ?, ?, ?)",
+            (user_id, session_id, text, time.time()),
+        )
+        return int(cur.lastrowid or 0)
+
+    def l1_raw(self, user_id: str, limit: int = 5) -> list[str]:
+        """The user's latest L1_RAW texts, oldest first."""
+        rows = self.db.execute(
+            "SELECT text FROM l1_raw WHERE user_id = ? ORDER BY id DESC LIMIT ?", (user_id, limit)
+        ).fetchall()
+        return [r[0] for r in reversed(rows)]
+
+    def snapshot(self, user_id: str) -> dict[str, Any]:
+        """Everything stored for one user, for reports and crash tests."""
+        return {
+            "memories": [m.as_dict() for m in self.get_all(user_id, include_inactive=True)],
+            "profile": self.profile(user_id),
+            "profile_versions": len(self.profile_versions(user_id)),
+            "l1_raw": self.l1_raw(user_id, limit=1000),
+            "events": self.db.execute(
+                "SELECT COUNT(*) FROM events WHERE user_id = ?", (user_id,)
+            ).fetchone()[0],
+        }
+
+    def close(self) -> None:
+        self.db.close()

@@ -1,0 +1,91 @@
+"""The SQLite store: migrations, full-text search in English and Chinese, history, L0
+versions, transactions."""
+
+import sqlite3
+
+import pytest
+
+from hy_eval.memory import MemoryStore
+from hy_eval.memory._store import MIGRATIONS, search_terms
+
+
+def test_migrations_are_recorded_and_run_once(tmp_path):
+    path = tmp_path / "m.sqlite"
+    store = MemoryStore(path)
+    assert [v for v, _ in store.migrations()] == [v for v, _, _ in MIGRATIONS]
+    store.close()
+    store = MemoryStore(path)  # reopening runs nothing again
+    assert len(store.migrations()) == len(MIGRATIONS)
+    assert store.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def seeded():
+    store = MemoryStore()
+    with store.transaction():
+        for text in [
+            "The user likes coffee.",
+            "John likes coffee.",
+            "John is a nurse in Berlin.",
+            "用户喜欢喝咖啡。",
+            "王伟在学校教钢琴。",
+            "The user plays chess.",
+        ]:
+            store.insert("tim", text, "user")
+        store.insert("other", "The user likes coffee.", "user")
+    return store
+
+
+def test_search_english_and_user_scoped():
+    store = seeded()
+    texts = [m.text for m in store.search("Does John drink coffee?", "tim", 3)]
+    assert "John likes coffee." in texts and len(texts) <= 3
+    assert all(m.user_id == "tim" for m in store.search("coffee", "tim", 10))
+    assert store.search("zzzz", "tim") == []
+
+
+def test_search_chinese_with_trigrams_and_two_character_words():
+    store = seeded()
+    assert [m.text for m in store.search("用户喜欢喝咖啡吗", "tim", 2)][0] == "用户喜欢喝咖啡。"
+    assert "王伟在学校教钢琴。" in [m.text for m in store.search("钢琴", "tim")]
+    assert search_terms("用户喜欢咖啡") == ["用户喜", "户喜欢", "喜欢咖", "欢咖啡"]
+    assert search_terms("The user likes coffee") == ["likes", "coffee"]
+
+
+def test_update_delete_supersede_keep_events_and_fts_in_sync():
+    store = seeded()
+    with store.transaction():
+        store.update(1, "The user likes tea.")
+        store.delete(2)
+        new = store.insert("tim", "John is a doctor in Berlin.", "user")
+        store.supersede(3, new)
+    assert [m.text for m in store.search("tea", "tim")] == ["The user likes tea."]
+    assert [e["op"] for e in store.history(1)] == ["ADD", "UPDATE"]
+    assert store.get(2).status == "deleted" and store.search("John likes coffee", "tim", 10)
+    assert all(m.id != 2 for m in store.search("coffee", "tim", 10))
+    assert store.get(3).superseded_by == new
+
+
+def test_profile_versions():
+    store = MemoryStore()
+    with store.transaction():
+        store.write_profile("tim", {"name": "Tim"})
+        store.write_profile("tim", {"name": "Tim", "employer": "Stripe"})
+    assert store.profile("tim") == {"name": "Tim", "employer": "Stripe"}
+    assert [v["version"] for v in store.profile_versions("tim")] == [1, 2]
+
+
+def test_transaction_rolls_back_on_error():
+    store = seeded()
+    before = store.snapshot("tim")
+    with pytest.raises(RuntimeError):
+        with store.transaction():
+            store.insert("tim", "half", "user")
+            raise RuntimeError("boom")
+    assert store.snapshot("tim") == before
+
+
+def test_owner_is_constrained():
+    store = MemoryStore()
+    with pytest.raises(sqlite3.IntegrityError):
+        with store.transaction():
+            store.insert("tim", "x", "john")
