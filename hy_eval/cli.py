@@ -148,6 +148,127 @@ def _add_cache_flag(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cache", help=f"answer cache file (default $HY_EVAL_CACHE or {DEFAULT_CACHE})")
 
 
+def add_model_flags(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("model")
+    g.add_argument("--provider", default="local", help="local (default), openai or anthropic")
+    g.add_argument("--model", help="model id, or a GGUF path for local (default: embedded)")
+    g.add_argument("--base-url", help="endpoint of an OpenAI-compatible or Anthropic server")
+    g.add_argument("--api-key", help="API key (default: OPENAI_API_KEY / ANTHROPIC_API_KEY)")
+    g.add_argument(
+        "--structured",
+        choices=["json_schema", "json_object", "text"],
+        help="openai provider: how to ask for JSON (default json_schema)",
+    )
+    g.add_argument("--timeout", type=float, default=120.0, help="seconds per call (default 120)")
+    g.add_argument("--retries", type=int, default=4, help="retries per call (default 4)")
+    g.add_argument(
+        "--cache-mode", default="read-write", help="read-write, replay-only, off, refresh"
+    )
+    _add_cache_flag(g)  # type: ignore[arg-type]
+
+
+def make_llm(args: argparse.Namespace, concurrency: int | None = None) -> Any:
+    """An ``LLMClient`` from the model flags; configuration problems are ``UserError``."""
+    from hy_eval.llm import CACHE_MODES, AnswerCache, ConfigError, LLMClient, RetryPolicy
+    from hy_eval.llm import make_provider
+
+    if args.cache_mode not in CACHE_MODES:
+        raise UserError(f"unknown cache mode {args.cache_mode!r} ({', '.join(CACHE_MODES)})")
+    options = {"structured": args.structured} if args.structured else None
+    if options and args.provider != "openai":
+        raise UserError("--structured applies to the openai provider only")
+    try:
+        provider = make_provider(
+            args.provider,
+            args.model,
+            base_url=args.base_url,
+            api_key=args.api_key,
+            options=options,
+        )
+    except ConfigError as exc:
+        raise UserError(str(exc)) from None
+    cache = None if args.cache_mode == "off" else AnswerCache(_cache_path(args))
+    return LLMClient(
+        provider,
+        cache=cache,
+        cache_mode=args.cache_mode,
+        concurrency=concurrency,
+        timeout=args.timeout,
+        retry=RetryPolicy(max_retries=args.retries),
+    )
+
+
+def cmd_memory_add(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from hy_eval.conversation import MessageError
+    from hy_eval.llm import CacheMiss, ProviderError
+    from hy_eval.memory import MemoryClient, MemoryStore, PromptError, PromptLibrary
+
+    messages, system = load_conversation_file(args.file)
+    try:
+        prompts = PromptLibrary(args.variant)
+    except PromptError as exc:
+        raise UserError(str(exc)) from None
+    llm = make_llm(args)
+    client = MemoryClient(llm, MemoryStore(args.db), prompts, guard=not args.no_guard)
+    print(f"model: {llm.provider.name}:{llm.provider.model}", file=sys.stderr)
+
+    async def go() -> Any:
+        try:
+            return await client.add(messages, args.user_id, args.session_id, system=system)
+        finally:
+            await llm.aclose()
+
+    try:
+        result = asyncio.run(go())
+    except MessageError as exc:
+        raise UserError(f"{args.file}: {exc}") from None
+    except PromptError as exc:
+        raise UserError(str(exc)) from None
+    except CacheMiss as exc:
+        raise UserError(str(exc), EXIT_CACHE_MISS) from None
+    except ProviderError as exc:
+        raise UserError(f"provider error: {exc}", EXIT_PROVIDER) from None
+    out = {
+        "facts": result.facts,
+        "operations_raw": [o.as_dict() for o in result.reconciliation.raw],
+        "operations_applied": [o.as_dict() for o in result.reconciliation.applied],
+        "guard_events": [g.as_dict() for g in result.reconciliation.guard_events],
+        "fallback": result.reconciliation.fallback,
+        "parse_error": result.extraction.parse_error,
+        "profile_changes": result.profile_changes,
+        "profile_issues": result.extraction.profile_issues,
+        "l1_raw_id": result.l1_raw_id,
+        "usage": {
+            "input_tokens": result.usage.input_tokens,
+            "output_tokens": result.usage.output_tokens,
+        },
+    }
+    print(json.dumps(out, ensure_ascii=False, indent=2))
+    return EXIT_OK
+
+
+def cmd_memory_search(args: argparse.Namespace) -> int:
+    from hy_eval.memory import MemoryStore
+
+    store = MemoryStore(args.db)
+    for m in store.search(args.query, args.user_id, args.limit):
+        print(f"{m.id}\t{m.owner}\t{m.text}")
+    return EXIT_OK
+
+
+def cmd_memory_show(args: argparse.Namespace) -> int:
+    from hy_eval.memory import MemoryStore
+
+    store = MemoryStore(args.db)
+    snap = store.snapshot(args.user_id)
+    for m in snap["memories"]:
+        m["history"] = store.history(m["id"])
+    print(json.dumps(snap, ensure_ascii=False, indent=2))
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="hy-eval",
@@ -175,6 +296,28 @@ def build_parser() -> argparse.ArgumentParser:
     _add_cache_flag(p)
     p.set_defaults(func=cmd_cache_explain)
 
+    memory = sub.add_parser("memory", help="try the memory pipeline by hand").add_subparsers(
+        dest="memory_command", metavar="ACTION", required=True
+    )
+    p = memory.add_parser("add", help="add a conversation file for a user")
+    p.add_argument("file", help="JSON list of messages or {messages, system}; '-' for stdin")
+    p.add_argument("--user-id", required=True)
+    p.add_argument("--session-id")
+    p.add_argument("--db", required=True, help="SQLite store file")
+    p.add_argument("--variant", default="default", help="prompt variant (default: default)")
+    p.add_argument("--no-guard", action="store_true", help="switch the cross-subject guard off")
+    add_model_flags(p)
+    p.set_defaults(func=cmd_memory_add)
+    p = memory.add_parser("search", help="full-text search of a user's memories")
+    p.add_argument("query")
+    p.add_argument("--user-id", required=True)
+    p.add_argument("--db", required=True)
+    p.add_argument("--limit", type=int, default=5)
+    p.set_defaults(func=cmd_memory_search)
+    p = memory.add_parser("show", help="a user's memories with history, profile and L1_RAW")
+    p.add_argument("--user-id", required=True)
+    p.add_argument("--db", required=True)
+    p.set_defaults(func=cmd_memory_show)
     return parser
 
 

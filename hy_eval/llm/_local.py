@@ -11,6 +11,7 @@ each prompt shape (extraction and reconcile alternate; a single KV cache would l
 from __future__ import annotations
 
 import asyncio
+import atexit
 import importlib.util
 import os
 import threading
@@ -39,6 +40,16 @@ def embedded_model_path() -> Path:
         if found:
             return found[0]
     raise ConfigError(f"no .gguf file in the installed {_PACKAGE} package")
+
+
+@atexit.register
+def _close_models() -> None:
+    """Free models before interpreter teardown; llama-cpp-python's own ``__del__`` runs
+    too late then and prints a traceback after everything else."""
+    with _models_lock:
+        for llm, _lock in _models.values():
+            llm.close()
+        _models.clear()
 
 
 def _load(path: Path, n_ctx: int) -> Any:
