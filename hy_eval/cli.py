@@ -169,8 +169,14 @@ def add_model_flags(p: argparse.ArgumentParser) -> None:
 
 def make_llm(args: argparse.Namespace, concurrency: int | None = None) -> Any:
     """An ``LLMClient`` from the model flags; configuration problems are ``UserError``."""
-    from hy_eval.llm import CACHE_MODES, AnswerCache, ConfigError, LLMClient, RetryPolicy
-    from hy_eval.llm import make_provider
+    from hy_eval.llm import (
+        CACHE_MODES,
+        AnswerCache,
+        ConfigError,
+        LLMClient,
+        RetryPolicy,
+        make_provider,
+    )
 
     if args.cache_mode not in CACHE_MODES:
         raise UserError(f"unknown cache mode {args.cache_mode!r} ({', '.join(CACHE_MODES)})")
