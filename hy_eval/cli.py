@@ -169,39 +169,26 @@ def add_model_flags(p: argparse.ArgumentParser) -> None:
 
 def make_llm(args: argparse.Namespace, concurrency: int | None = None) -> Any:
     """An ``LLMClient`` from the model flags; configuration problems are ``UserError``."""
-    from hy_eval.llm import (
-        CACHE_MODES,
-        AnswerCache,
-        ConfigError,
-        LLMClient,
-        RetryPolicy,
-        make_provider,
-    )
+    from hy_eval.llm import ConfigError, build_client
 
-    if args.cache_mode not in CACHE_MODES:
-        raise UserError(f"unknown cache mode {args.cache_mode!r} ({', '.join(CACHE_MODES)})")
     options = {"structured": args.structured} if args.structured else None
     if options and args.provider != "openai":
         raise UserError("--structured applies to the openai provider only")
     try:
-        provider = make_provider(
+        return build_client(
             args.provider,
             args.model,
             base_url=args.base_url,
             api_key=args.api_key,
             options=options,
+            cache_path=_cache_path(args),
+            cache_mode=args.cache_mode,
+            concurrency=concurrency,
+            timeout=args.timeout,
+            retries=args.retries,
         )
     except ConfigError as exc:
         raise UserError(str(exc)) from None
-    cache = None if args.cache_mode == "off" else AnswerCache(_cache_path(args))
-    return LLMClient(
-        provider,
-        cache=cache,
-        cache_mode=args.cache_mode,
-        concurrency=concurrency,
-        timeout=args.timeout,
-        retry=RetryPolicy(max_retries=args.retries),
-    )
 
 
 def cmd_memory_add(args: argparse.Namespace) -> int:
@@ -275,6 +262,84 @@ def cmd_memory_show(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_run(args: argparse.Namespace) -> int:
+    from hy_eval.harness import RunConfig, RunError, Runner, terminal_summary
+
+    if args.suite is None and args.resume is None:
+        raise UserError("give --suite NAME (for example --suite multi_speaker) or --resume DIR")
+    if args.suite == "history":
+        return cmd_history(args)
+    config = RunConfig(
+        suite=args.suite or "multi_speaker",
+        provider=args.provider,
+        model=args.model,
+        base_url=args.base_url,
+        api_key=args.api_key,
+        structured=args.structured,
+        variant=args.variant,
+        limit=args.limit,
+        filter=args.filter,
+        concurrency=args.concurrency,
+        cache_mode=args.cache_mode,
+        cache_path=_cache_path(args),
+        out=args.out,
+        resume=args.resume,
+        guard=not args.no_guard,
+        timeout=args.timeout,
+        retries=args.retries,
+        max_error_rate=args.max_error_rate,
+        prices=args.prices,
+        progress=not args.quiet,
+    )
+    try:
+        run_dir, summary, code = Runner(config).run()
+    except RunError as exc:
+        raise UserError(str(exc), exc.exit_code) from None
+    print(terminal_summary(summary, run_dir))
+    if code == EXIT_PROVIDER:
+        rate = summary["metrics"]["error_rate"]["value"]
+        print(
+            f"hy-eval: error: {rate:.1%} of cases failed with provider errors "
+            f"(tolerance {config.max_error_rate:.1%})",
+            file=sys.stderr,
+        )
+    return code
+
+
+def cmd_history(args: argparse.Namespace) -> int:
+    from hy_eval.harness._history import run_history_suite
+
+    try:
+        report = run_history_suite(args.suite or "history")
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    print(report.text)
+    return EXIT_OK if report.passed == report.total else EXIT_GATE
+
+
+def cmd_datasets_validate(args: argparse.Namespace) -> int:
+    from hy_eval.harness import DatasetError, load_suite
+    from hy_eval.harness._dataset import DATASETS_DIR
+
+    targets = (
+        [args.target]
+        if args.target
+        else sorted(p.name for p in DATASETS_DIR.iterdir() if p.is_dir())
+    )
+    problems: list[str] = []
+    for target in targets:
+        try:
+            suite = load_suite(target)
+        except DatasetError as exc:
+            problems.extend(exc.problems)
+        else:
+            langs = {lang: sum(c.lang == lang for c in suite.cases) for lang in ("en", "zh")}
+            print(f"{suite.name}: {len(suite.cases)} cases ok ({langs['en']} en, {langs['zh']} zh)")
+    for line in problems:
+        print(line, file=sys.stderr)
+    return EXIT_USAGE if problems else EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="hy-eval",
@@ -301,6 +366,33 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("key", help="a key or its first characters (at least 6)")
     _add_cache_flag(p)
     p.set_defaults(func=cmd_cache_explain)
+
+    p = sub.add_parser("run", help="run a suite through the pipeline and score it (default)")
+    p.add_argument("--suite", help="suite name under datasets/, a folder or a .jsonl file")
+    p.add_argument("--variant", default="default", help="prompt variant (default: default)")
+    p.add_argument("--limit", type=int, help="run only the first N cases (after --filter)")
+    p.add_argument("--filter", help="lang=zh,tag=adversarial,rule=A2,id=... (all must hold)")
+    p.add_argument("--concurrency", type=int, help="cases at once (default: provider's)")
+    p.add_argument("--out", help="run folder (default reports/<time>-<suite>-<model>-<variant>)")
+    p.add_argument("--resume", metavar="DIR", help="finish an interrupted run in DIR")
+    p.add_argument("--no-guard", action="store_true", help="switch the cross-subject guard off")
+    p.add_argument(
+        "--max-error-rate",
+        type=float,
+        default=0.1,
+        help="exit 3 when more cases than this fail with provider errors (default 0.1)",
+    )
+    p.add_argument("--prices", help="TOML file extending the price table")
+    p.add_argument("--quiet", action="store_true", help="no progress output")
+    add_model_flags(p)
+    p.set_defaults(func=cmd_run)
+
+    datasets = sub.add_parser("datasets", help="check dataset files").add_subparsers(
+        dest="datasets_command", metavar="ACTION", required=True
+    )
+    p = datasets.add_parser("validate", help="report every problem as file:line: field: message")
+    p.add_argument("target", nargs="?", help="suite name, folder or .jsonl file (default: all)")
+    p.set_defaults(func=cmd_datasets_validate)
 
     memory = sub.add_parser("memory", help="try the memory pipeline by hand").add_subparsers(
         dest="memory_command", metavar="ACTION", required=True

@@ -12,7 +12,7 @@ from hy_eval.llm._base import (
 from hy_eval.llm._cache import CACHE_MODES, AnswerCache, CacheMiss, CacheMode, cache_key
 from hy_eval.llm._client import CallStats, LLMClient, RetryPolicy
 from hy_eval.llm._openai import ConfigError
-from hy_eval.llm._registry import PROVIDERS, ModelSpec, PriceTable, make_provider
+from hy_eval.llm._registry import PROVIDERS, ModelSpec, PriceTable, build_client, make_provider
 
 __all__ = [
     "CACHE_MODES",
@@ -31,6 +31,7 @@ __all__ = [
     "Request",
     "RetryPolicy",
     "Usage",
+    "build_client",
     "cache_key",
     "make_provider",
     "parse_json_answer",

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from hy_eval.llm._base import Provider, Usage
+from hy_eval.llm._client import LLMClient
 from hy_eval.llm._openai import ConfigError
 
 PROVIDERS: tuple[str, ...] = ("local", "openai", "anthropic")
@@ -39,6 +40,39 @@ def make_provider(
 
         return AnthropicProvider(model, base_url=base_url, api_key=api_key, **opts)
     raise ConfigError(f"unknown provider {name!r} (expected one of {', '.join(PROVIDERS)})")
+
+
+def build_client(
+    provider: str = "local",
+    model: str | None = None,
+    *,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    options: Mapping[str, Any] | None = None,
+    cache_path: str | Path | None = None,
+    cache_mode: str = "read-write",
+    concurrency: int | None = None,
+    timeout: float = 120.0,
+    retries: int = 4,
+) -> LLMClient:
+    """A provider wrapped in an ``LLMClient`` with its cache. Raises ``ConfigError``."""
+    from hy_eval.llm._cache import CACHE_MODES, AnswerCache
+    from hy_eval.llm._client import RetryPolicy
+
+    if cache_mode not in CACHE_MODES:
+        raise ConfigError(f"unknown cache mode {cache_mode!r} (expected {', '.join(CACHE_MODES)})")
+    if cache_mode != "off" and cache_path is None:
+        raise ConfigError("a cache file is needed unless the cache mode is off")
+    p = make_provider(provider, model, base_url=base_url, api_key=api_key, options=options)
+    cache = AnswerCache(cache_path) if cache_mode != "off" and cache_path is not None else None
+    return LLMClient(
+        p,
+        cache=cache,
+        cache_mode=cache_mode,  # type: ignore[arg-type]
+        concurrency=concurrency,
+        timeout=timeout,
+        retry=RetryPolicy(max_retries=retries),
+    )
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,37 @@
+"""The harness: labelled datasets, the runner, scoring, statistics and reports (E1-E3,
+E6-E7)."""
+
+from hy_eval.harness._dataset import (
+    RULE_IDS,
+    Case,
+    DatasetError,
+    HistoryCase,
+    Suite,
+    filter_cases,
+    load_suite,
+)
+from hy_eval.harness._report import terminal_summary, write_reports
+from hy_eval.harness._runner import RunConfig, RunError, Runner, run_case
+from hy_eval.harness._scoring import METRICS, CaseScore, Outcome, score_case
+from hy_eval.harness._stats import ratio_with_ci
+
+__all__ = [
+    "METRICS",
+    "RULE_IDS",
+    "Case",
+    "CaseScore",
+    "DatasetError",
+    "HistoryCase",
+    "Outcome",
+    "RunConfig",
+    "RunError",
+    "Runner",
+    "Suite",
+    "filter_cases",
+    "load_suite",
+    "ratio_with_ci",
+    "run_case",
+    "score_case",
+    "terminal_summary",
+    "write_reports",
+]

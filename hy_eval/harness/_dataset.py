@@ -1,0 +1,338 @@
+"""Labelled cases: the JSONL format of ``datasets/<suite>/*.jsonl`` (rule E1), validated
+with pydantic. docs/datasets.md documents every field.
+
+Validation reports every problem as ``file:line: field: message``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from hy_eval.conversation import MessageError, normalise_messages, resolve_user_name
+
+RULE_IDS = frozenset(
+    [f"M{i}" for i in range(1, 8)]
+    + [f"D{i}" for i in range(1, 7)]
+    + [f"A{i}" for i in range(1, 8)]
+    + [f"P{i}" for i in range(1, 5)]
+    + [f"R{i}" for i in range(1, 4)]
+    + [f"H{i}" for i in range(1, 6)]
+    + [f"E{i}" for i in range(1, 8)]
+)
+DATASETS_DIR = Path(__file__).resolve().parents[2] / "datasets"
+MAX_LINE_BYTES = 200_000
+_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,80}$")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class GoldFact(_Strict):
+    subject: str = Field(description='"user", "assistant" or the name of a named speaker')
+    owner: Literal["user", "agent"]
+    text: str | None = Field(default=None, description="a reference wording, for reports only")
+    keywords: list[str] = Field(min_length=1, description="all must occur in a matching fact")
+
+    @field_validator("keywords")
+    @classmethod
+    def _no_blank(cls, v: list[str]) -> list[str]:
+        if any(not k.strip() for k in v):
+            raise ValueError("keywords must not be blank")
+        return v
+
+
+class AbsentCheck(_Strict):
+    subject: str
+    keywords: list[str] = Field(min_length=1)
+
+
+class ProfileExpect(_Strict):
+    name: str | None = None
+    absent: list[str] = Field(default_factory=list)
+
+
+class ExistingMemory(_Strict):
+    id: str
+    text: str = Field(min_length=1)
+    owner: Literal["user", "agent"] = "user"
+
+
+class Expect(_Strict):
+    facts: list[GoldFact] = Field(default_factory=list)
+    absent: list[AbsentCheck] = Field(default_factory=list)
+    profile: ProfileExpect | None = None
+    untouched: list[str] = Field(default_factory=list)
+
+
+class Case(_Strict):
+    """One labelled multi-speaker case."""
+
+    id: str
+    lang: Literal["en", "zh"]
+    rules: list[str] = Field(min_length=1)
+    tags: list[str] = Field(default_factory=list)
+    user_id: str = "user"
+    history: list[Any] = Field(default_factory=list)
+    existing: list[ExistingMemory] = Field(default_factory=list)
+    messages: list[Any] = Field(min_length=1)
+    system: str | None = None
+    expect: Expect
+
+    @field_validator("id")
+    @classmethod
+    def _id(cls, v: str) -> str:
+        if not _ID_RE.match(v):
+            raise ValueError("id must be letters, digits, '.', '_' or '-' (at most 81)")
+        return v
+
+    @field_validator("rules")
+    @classmethod
+    def _rules(cls, v: list[str]) -> list[str]:
+        unknown = [r for r in v if r not in RULE_IDS]
+        if unknown:
+            raise ValueError(f"unknown rule id(s) {', '.join(unknown)}")
+        return v
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Case:
+        try:
+            msgs = normalise_messages(self.messages, system=self.system)
+        except MessageError as exc:
+            raise ValueError(f"messages: {exc}") from None
+        if self.history:
+            try:
+                normalise_messages(self.history)
+            except MessageError as exc:
+                raise ValueError(f"history: {exc}") from None
+        names = {m.name for m in msgs if m.is_named_human and m.name}
+        subjects = [("facts", i, f.subject) for i, f in enumerate(self.expect.facts)] + [
+            ("absent", i, a.subject) for i, a in enumerate(self.expect.absent)
+        ]
+        for kind, i, subject in subjects:
+            if subject not in ("user", "assistant") and subject not in names:
+                raise ValueError(
+                    f"expect.{kind}.{i}.subject: unknown subject {subject!r} "
+                    f"(use user, assistant or a speaker: {', '.join(sorted(names)) or 'none'})"
+                )
+        ids = [m.id for m in self.existing]
+        if len(ids) != len(set(ids)):
+            raise ValueError("existing: duplicate memory ids")
+        missing = [u for u in self.expect.untouched if u not in ids]
+        if missing:
+            raise ValueError(f"expect.untouched: unknown memory id(s) {', '.join(missing)}")
+        user = resolve_user_name(msgs).name
+        if (
+            self.expect.profile
+            and self.expect.profile.name
+            and user
+            and (self.expect.profile.name != user)
+        ):
+            raise ValueError(
+                f"expect.profile.name: {self.expect.profile.name!r} is not the user's name {user!r}"
+            )
+        return self
+
+    @property
+    def named_speakers(self) -> list[str]:
+        msgs = normalise_messages(self.messages, system=self.system)
+        out: list[str] = []
+        for m in msgs:
+            if m.is_named_human and m.name and m.name not in out:
+                out.append(m.name)
+        return out
+
+
+class HistoryCase(_Strict):
+    """One L1_RAW text with its expected parse (suite ``history``; no model calls)."""
+
+    id: str
+    lang: Literal["en", "zh"]
+    rules: list[str] = Field(min_length=1)
+    tags: list[str] = Field(default_factory=list)
+    text: str
+    history_limit: int | None = Field(default=None, ge=1)
+    expect: HistoryExpect
+
+    @field_validator("rules")
+    @classmethod
+    def _rules(cls, v: list[str]) -> list[str]:
+        return Case._rules(v)
+
+
+class HistoryMessage(_Strict):
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str
+    name: str | None = None
+
+
+class HistoryExpect(_Strict):
+    user_name: str | None = None
+    messages: list[HistoryMessage]
+    #: The history context (H5) for ``history_limit``, when the case sets one.
+    context: list[HistoryMessage] | None = None
+
+
+HistoryCase.model_rebuild()
+
+
+class DatasetError(Exception):
+    """Problems in dataset files; ``problems`` holds one ``file:line: field: message`` each."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        super().__init__(f"{problems[0]}{more}")
+
+
+@dataclass(frozen=True)
+class Suite:
+    name: str
+    files: tuple[Path, ...]
+    cases: tuple[Any, ...]
+    kind: Literal["memory", "history"]
+
+    @property
+    def hash(self) -> str:
+        """SHA-256 over the suite's files (names and bytes), in name order."""
+        h = hashlib.sha256()
+        for f in self.files:
+            h.update(f.name.encode())
+            h.update(b"\0")
+            h.update(f.read_bytes())
+        return h.hexdigest()
+
+
+def _format_error(path: Path, lineno: int, exc: ValidationError) -> list[str]:
+    out = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"]) or "case"
+        msg = err["msg"].removeprefix("Value error, ")
+        if ": " in msg and loc == "case" and msg.split(": ", 1)[0].replace(".", "").isalnum():
+            loc, msg = msg.split(": ", 1)
+        out.append(f"{path}:{lineno}: {loc}: {msg}")
+    return out
+
+
+def load_file(path: Path, kind: Literal["memory", "history"]) -> tuple[list[Any], list[str]]:
+    """Cases and problems of one JSONL file."""
+    model: type[BaseModel] = Case if kind == "memory" else HistoryCase
+    problems: list[str] = []
+    cases: list[Any] = []
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        return [], [f"{path}:0: file: cannot read ({exc.strerror})"]
+    if raw.startswith(b"\xef\xbb\xbf"):
+        problems.append(f"{path}:1: file: starts with a UTF-8 byte order mark; save without BOM")
+        raw = raw[3:]
+    if b"\r\n" in raw:
+        problems.append(f"{path}:1: file: Windows line endings (CRLF); use LF only")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        bad_line = raw[: exc.start].count(b"\n") + 1
+        return [], [f"{path}:{bad_line}: file: not UTF-8 ({exc.reason})"]
+    if not text.strip():
+        return [], [f"{path}:1: file: empty file (no cases)"]
+    for lineno, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        if len(line.encode("utf-8")) > MAX_LINE_BYTES:
+            problems.append(f"{path}:{lineno}: line: longer than {MAX_LINE_BYTES} bytes")
+            continue
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError as exc:
+            problems.append(
+                f"{path}:{lineno}: json: invalid JSON ({exc.msg} at column {exc.colno})"
+            )
+            continue
+        if not isinstance(data, dict):
+            problems.append(f"{path}:{lineno}: case: a case must be a JSON object")
+            continue
+        try:
+            cases.append((lineno, model.model_validate(data)))
+        except ValidationError as exc:
+            problems.extend(_format_error(path, lineno, exc))
+    return cases, problems
+
+
+def suite_kind(name: str) -> Literal["memory", "history"]:
+    return "history" if name == "history" else "memory"
+
+
+def resolve_suite(name_or_path: str, root: Path | None = None) -> tuple[str, list[Path]]:
+    """A suite name under ``datasets/``, a folder, or one JSONL file."""
+    base = root or DATASETS_DIR
+    path = Path(name_or_path)
+    if path.is_file():
+        return path.parent.name, [path]
+    if path.is_dir():
+        folder = path
+    else:
+        folder = base / name_or_path
+        if not folder.is_dir():
+            known = ", ".join(sorted(p.name for p in base.iterdir() if p.is_dir())) or "none"
+            raise DatasetError([f"{name_or_path}:0: suite: unknown suite (known: {known})"])
+    files = sorted(p for p in folder.glob("*.jsonl") if not p.name.startswith("_"))
+    if not files:
+        raise DatasetError([f"{folder}:0: suite: no .jsonl files"])
+    return folder.name, files
+
+
+def load_suite(name_or_path: str, root: Path | None = None) -> Suite:
+    """Load and validate a suite; raises ``DatasetError`` listing every problem."""
+    name, files = resolve_suite(name_or_path, root)
+    kind = suite_kind(name)
+    problems: list[str] = []
+    cases: list[Any] = []
+    seen: dict[str, str] = {}
+    for f in files:
+        found, file_problems = load_file(f, kind)
+        problems.extend(file_problems)
+        for lineno, case in found:
+            where = f"{f}:{lineno}"
+            if case.id in seen:
+                problems.append(
+                    f"{where}: id: duplicate case id {case.id!r} (first at {seen[case.id]})"
+                )
+                continue
+            seen[case.id] = where
+            cases.append(case)
+    if problems:
+        raise DatasetError(problems)
+    return Suite(name, tuple(files), tuple(cases), kind)
+
+
+def filter_cases(cases: Iterable[Any], spec: str | None) -> list[Any]:
+    """``lang=zh,tag=adversarial,rule=A2,id=ms-en-0001``: every condition must hold;
+    repeat a key for alternatives (``tag=a,tag=b`` means a or b)."""
+    out = list(cases)
+    if not spec:
+        return out
+    conditions: dict[str, set[str]] = {}
+    for part in spec.split(","):
+        key, sep, value = part.partition("=")
+        key = key.strip()
+        if not sep or key not in ("lang", "tag", "rule", "id"):
+            raise ValueError(f"bad filter {part!r}: use lang=, tag=, rule= or id=")
+        conditions.setdefault(key, set()).add(value.strip())
+    for key, values in conditions.items():
+        if key == "lang":
+            out = [c for c in out if c.lang in values]
+        elif key == "tag":
+            out = [c for c in out if values & set(c.tags)]
+        elif key == "rule":
+            out = [c for c in out if values & set(c.rules)]
+        else:
+            out = [c for c in out if c.id in values]
+    return out

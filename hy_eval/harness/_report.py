@@ -1,0 +1,386 @@
+"""Reports of a run folder (rule E7): ``summary.json``, ``report.md``, ``report.html`` (self-
+contained, plots embedded, per-case drill-down) and PNG plots.
+
+Records are read from ``cases.jsonl`` twice, streaming: once into a small table of metric
+counts (pandas), once for the drill-down. Nothing holds every record in memory.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from hy_eval.harness._runner import _write_json, read_records
+from hy_eval.harness._scoring import ACCURACY_METRICS, METRICS, SUBJECT_KINDS
+from hy_eval.harness._stats import ratio_with_ci
+
+HEADLINE = (
+    "case_pass",
+    "fact_recall",
+    "attribution_accuracy",
+    "owner_accuracy",
+    "misattribution_rate",
+    "merge_violation_rate_raw",
+    "merge_violation_rate_applied",
+    "profile_leak_rate",
+    "parse_failure_rate",
+    "error_rate",
+)
+DRILLDOWN_LIMIT = 1000
+
+
+def counts_table(records_path: Path, wanted: set[str] | None = None) -> Any:
+    """One row per case: id, lang, rules, tags and ``<metric>_num``/``<metric>_den``."""
+    import pandas as pd
+
+    rows = []
+    for rec in read_records(records_path):
+        if wanted is not None and rec["id"] not in wanted:
+            continue
+        row: dict[str, Any] = {
+            "id": rec["id"],
+            "lang": rec["lang"],
+            "rules": rec["rules"],
+            "tags": rec["tags"],
+            "passed": rec["score"]["passed"],
+        }
+        for metric in METRICS:
+            num, den = rec["score"]["counts"].get(metric, (0, 0))
+            row[f"{metric}_num"] = num
+            row[f"{metric}_den"] = den
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def metrics_of(df: Any) -> dict[str, Any]:
+    return {m: ratio_with_ci(df[f"{m}_num"].to_numpy(), df[f"{m}_den"].to_numpy()) for m in METRICS}
+
+
+def breakdowns(df: Any) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {"lang": {}, "rule": {}, "tag": {}}
+    for lang, part in df.groupby("lang"):
+        out["lang"][str(lang)] = {"cases": len(part), **metrics_of(part)}
+    for key, column in (("rule", "rules"), ("tag", "tags")):
+        exploded = df.explode(column)
+        exploded = exploded[exploded[column].notna()]
+        for value, part in exploded.groupby(column):
+            out[key][str(value)] = {"cases": len(part), **metrics_of(part)}
+    return out
+
+
+def confusion_of(records_path: Path, wanted: set[str] | None) -> dict[str, dict[str, int]]:
+    counts: Counter[tuple[str, str]] = Counter()
+    for rec in read_records(records_path):
+        if wanted is None or rec["id"] in wanted:
+            counts.update((str(g), str(p)) for g, p in rec["score"]["confusion"])
+    gold_kinds = ("user", "named", "assistant")
+    return {g: {p: counts.get((g, p), 0) for p in SUBJECT_KINDS} for g in gold_kinds}
+
+
+def write_reports(
+    run_dir: Path,
+    manifest: dict[str, Any],
+    call_stats: dict[str, Any],
+    wall_s: float,
+    wanted: set[str] | None = None,
+) -> dict[str, Any]:
+    records = run_dir / "cases.jsonl"
+    df = counts_table(records, wanted)
+    if df.empty:
+        summary: dict[str, Any] = {
+            "cases": 0,
+            "metrics": {m: ratio_with_ci([], []) for m in METRICS},
+        }
+        _write_json(run_dir / "summary.json", summary)
+        return summary
+    tokens_in = tokens_out = 0
+    costs: list[float | None] = []
+    for rec in read_records(records):
+        if wanted is None or rec["id"] in wanted:
+            tokens_in += rec.get("tokens", {}).get("input", 0)
+            tokens_out += rec.get("tokens", {}).get("output", 0)
+            if rec["status"] == "ok":
+                costs.append(rec.get("cost_usd"))
+    summary = {
+        "suite": manifest["suite"],
+        "provider": manifest["provider"],
+        "model": manifest["model"],
+        "variant": manifest["params"]["variant"],
+        "guard": manifest["params"]["guard"],
+        "dataset_hash": manifest["dataset_hash"],
+        "cases": len(df),
+        "passed": int(df["passed"].sum()),
+        "metrics": metrics_of(df),
+        "breakdown": breakdowns(df),
+        "confusion": confusion_of(records, wanted),
+        "calls": call_stats,
+        "tokens": {"input": tokens_in, "output": tokens_out},
+        "cost_usd": None if any(c is None for c in costs) else round(sum(c or 0 for c in costs), 6),
+        "wall_s": round(wall_s, 3),
+        "failed_cases": sorted(df.loc[~df["passed"], "id"].tolist()),
+    }
+    _write_json(run_dir / "summary.json", summary)
+    plots = write_plots(run_dir, summary)
+    (run_dir / "report.md").write_text(markdown_report(summary, run_dir), encoding="utf-8")
+    (run_dir / "report.html").write_text(
+        html_report(summary, manifest, plots, records, wanted), encoding="utf-8"
+    )
+    return summary
+
+
+def _fmt(entry: dict[str, Any]) -> str:
+    if entry["value"] is None:
+        return "n/a"
+    lo, hi = entry["ci"]
+    return f"{entry['value']:.3f} [{lo:.3f}, {hi:.3f}]"
+
+
+def markdown_report(summary: dict[str, Any], run_dir: Path) -> str:
+    m = summary["metrics"]
+    cost = "unknown" if summary["cost_usd"] is None else f"${summary['cost_usd']:.4f}"
+    lines = [
+        f"# {summary['suite']}: {summary['provider']}:{summary['model']}, "
+        f"variant `{summary['variant']}`",
+        "",
+        f"{summary['cases']} cases, {summary['passed']} passed. Guard "
+        f"{'on' if summary['guard'] else 'off'}. Wall time {summary['wall_s']:.1f} s. "
+        f"Tokens {summary['tokens']['input']:,} in / {summary['tokens']['output']:,} out. "
+        f"Cost {cost}.",
+        "",
+        "| metric | value [95% CI] | n |",
+        "|---|---|---|",
+    ]
+    for name in METRICS:
+        lines.append(f"| {name} | {_fmt(m[name])} | {m[name]['n']} |")
+    for key, title in (("lang", "language"), ("rule", "rule"), ("tag", "tag")):
+        lines += [
+            "",
+            f"## By {title}",
+            "",
+            "| " + title + " | cases | case_pass | attribution_accuracy"
+            " | owner_accuracy | misattribution_rate |",
+            "|---|---|---|---|---|---|",
+        ]
+        for value, entry in sorted(summary["breakdown"][key].items()):
+            lines.append(
+                f"| {value} | {entry['cases']} | {_fmt(entry['case_pass'])} | "
+                f"{_fmt(entry['attribution_accuracy'])} | {_fmt(entry['owner_accuracy'])} | "
+                f"{_fmt(entry['misattribution_rate'])} |"
+            )
+    lines += [
+        "",
+        "## Attribution confusion (gold subject x predicted subject)",
+        "",
+        "| gold \\ predicted | " + " | ".join(SUBJECT_KINDS) + " |",
+        "|---" * (len(SUBJECT_KINDS) + 1) + "|",
+    ]
+    for gold, row in summary["confusion"].items():
+        lines.append(f"| {gold} | " + " | ".join(str(row[p]) for p in SUBJECT_KINDS) + " |")
+    failed = summary["failed_cases"]
+    lines += ["", f"## Failed cases ({len(failed)})", "", ", ".join(failed[:200]) or "none"]
+    if len(failed) > 200:
+        lines.append(f"... and {len(failed) - 200} more (see cases.jsonl)")
+    lines += ["", f"Details per case: {run_dir / 'report.html'} and {run_dir / 'cases.jsonl'}.", ""]
+    return "\n".join(lines)
+
+
+def terminal_summary(summary: dict[str, Any], run_dir: Path) -> str:
+    m = summary["metrics"]
+    width = max(len(n) for n in HEADLINE)
+    rows = [f"{'metric':<{width}}  {'value':>7}  95% CI            n"]
+    for name in HEADLINE:
+        e = m[name]
+        if e["value"] is None:
+            rows.append(f"{name:<{width}}  {'n/a':>7}")
+            continue
+        ci = f"[{e['ci'][0]:.3f}, {e['ci'][1]:.3f}]"
+        rows.append(f"{name:<{width}}  {e['value']:>7.3f}  {ci}  {e['n']:>5}")
+    rows.append(
+        f"{summary['cases']} cases, {summary['passed']} passed; report: {run_dir / 'report.html'}"
+    )
+    return "\n".join(rows)
+
+
+# -- plots ---------------------------------------------------------------------------
+
+
+def _png(fig: Any) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+    return buf.getvalue()
+
+
+def write_plots(run_dir: Path, summary: dict[str, Any]) -> dict[str, bytes]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    plots: dict[str, bytes] = {}
+    m = summary["metrics"]
+    names = [n for n in METRICS if m[n]["value"] is not None]
+    fig, ax = plt.subplots(figsize=(8, 0.35 * len(names) + 1))
+    vals = [m[n]["value"] for n in names]
+    lo = [m[n]["value"] - m[n]["ci"][0] for n in names]
+    hi = [m[n]["ci"][1] - m[n]["value"] for n in names]
+    colors = ["#2b8a3e" if n in ACCURACY_METRICS else "#c92a2a" for n in names]
+    ax.barh(names, vals, xerr=[lo, hi], color=colors, capsize=3)
+    ax.set_xlim(0, 1)
+    ax.invert_yaxis()
+    ax.set_title("Metrics with 95% bootstrap CI (green: higher is better, red: lower)")
+    plots["metrics.png"] = _png(fig)
+    plt.close(fig)
+
+    conf = summary["confusion"]
+    fig, ax = plt.subplots(figsize=(6, 3))
+    grid = [[conf[g][p] for p in SUBJECT_KINDS] for g in conf]
+    ax.imshow(grid, cmap="Blues")
+    ax.set_xticks(range(len(SUBJECT_KINDS)), SUBJECT_KINDS)
+    ax.set_yticks(range(len(conf)), list(conf))
+    for i, row in enumerate(grid):
+        for j, v in enumerate(row):
+            ax.text(j, i, str(v), ha="center", va="center")
+    ax.set_xlabel("predicted subject")
+    ax.set_ylabel("gold subject")
+    ax.set_title("Attribution confusion")
+    plots["confusion.png"] = _png(fig)
+    plt.close(fig)
+
+    rules = summary["breakdown"]["rule"]
+    names = sorted(rules)
+    fig, ax = plt.subplots(figsize=(8, 0.3 * len(names) + 1))
+    vals = [rules[r]["case_pass"]["value"] or 0.0 for r in names]
+    err_lo = [v - (rules[r]["case_pass"]["ci"][0] or 0.0) for v, r in zip(vals, names, strict=True)]
+    err_hi = [(rules[r]["case_pass"]["ci"][1] or 0.0) - v for v, r in zip(vals, names, strict=True)]
+    ax.barh(names, vals, xerr=[err_lo, err_hi], color="#1c7ed6", capsize=3)
+    ax.set_xlim(0, 1)
+    ax.invert_yaxis()
+    ax.set_title("case_pass per rule (95% CI)")
+    plots["rules.png"] = _png(fig)
+    plt.close(fig)
+    for name, data in plots.items():
+        (run_dir / name).write_bytes(data)
+    return plots
+
+
+# -- HTML ----------------------------------------------------------------------------
+
+_CSS = """
+body{font-family:system-ui,sans-serif;margin:2em;max-width:1100px;color:#222}
+table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;
+text-align:left;font-size:14px}pre{background:#f6f8fa;padding:8px;white-space:pre-wrap;
+font-size:13px}details{margin:4px 0;border:1px solid #ddd;padding:4px 8px}
+.ok{color:#2b8a3e}.bad{color:#c92a2a}summary{cursor:pointer}
+"""
+
+
+def _esc(value: Any) -> str:
+    if not isinstance(value, str):
+        value = json.dumps(value, ensure_ascii=False, indent=1)
+    return html.escape(value)
+
+
+def _case_html(rec: dict[str, Any]) -> str:
+    score = rec["score"]
+    verdict = "ok" if score["passed"] else "bad"
+    parts = [
+        f'<details id="{_esc(rec["id"])}"><summary class="{verdict}">{_esc(rec["id"])} '
+        f"[{rec['lang']}] {', '.join(rec['rules'])} {' '.join('#' + t for t in rec['tags'])} - "
+        f"{'pass' if score['passed'] else 'FAIL'}</summary>"
+    ]
+    if rec["status"] == "error":
+        parts.append(f"<p class=bad>error: {_esc(rec['error'])}</p></details>")
+        return "".join(parts)
+    parts.append(f"<h4>Conversation (rendered)</h4><pre>{_esc(rec['rendered'])}</pre>")
+    parts.append("<h4>Facts</h4><table><tr><th>text</th><th>owner</th><th>subject</th></tr>")
+    for f in score["facts"]:
+        parts.append(
+            f"<tr><td>{_esc(f['text'])}</td><td>{f['owner']}</td><td>{_esc(f['subject'])}</td></tr>"
+        )
+    parts.append(
+        "</table><h4>Checks</h4><table><tr><th>check</th><th>verdict</th><th>detail</th></tr>"
+    )
+    for ch in score["checks"]:
+        cls = "ok" if ch["ok"] else "bad"
+        parts.append(
+            f"<tr><td>{ch['check']}</td><td class={cls}>{'ok' if ch['ok'] else 'FAIL'}</td>"
+            f"<td><pre>{_esc(ch['detail'])}</pre></td></tr>"
+        )
+    parts.append("</table>")
+    for stage, data in rec.get("stages", {}).items():
+        parts.append(
+            f"<h4>{stage}: prompt ({_esc(data['template'])})</h4><pre>{_esc(data['system'])}"
+            f"\n\n---\n\n{_esc(data['user'])}</pre><h4>{stage}: raw answer"
+            f"{' (cached)' if data.get('cached') else ''}</h4>"
+            f"<pre>{_esc(data.get('raw', ''))}</pre>"
+        )
+        if data.get("parse_error"):
+            parts.append(f"<p class=bad>parse error: {_esc(data['parse_error'])}</p>")
+    parts.append(f"<h4>Operations</h4><pre>{_esc(rec['operations'])}</pre>")
+    if rec.get("guard_events"):
+        parts.append(f"<p>guard events: <code>{_esc(rec['guard_events'])}</code></p>")
+    parts.append(f"<h4>Store after</h4><pre>{_esc(rec['store_after'])}</pre></details>")
+    return "".join(parts)
+
+
+def html_report(
+    summary: dict[str, Any],
+    manifest: dict[str, Any],
+    plots: dict[str, bytes],
+    records: Path,
+    wanted: set[str] | None,
+) -> str:
+    m = summary["metrics"]
+    out = [
+        "<!doctype html><meta charset=utf-8><title>hy_eval report</title>",
+        f"<style>{_CSS}</style>",
+        f"<h1>{_esc(summary['suite'])}: {_esc(summary['provider'])}:{_esc(summary['model'])}, "
+        f"variant {_esc(summary['variant'])}</h1>",
+        f"<p>{summary['cases']} cases, {summary['passed']} passed. Dataset "
+        f"<code>{summary['dataset_hash'][:12]}</code>, commit "
+        f"<code>{_esc(str(manifest['git'].get('commit'))[:12])}</code>"
+        f"{' (dirty)' if manifest['git'].get('dirty') else ''}.</p>",
+        "<table><tr><th>metric</th><th>value [95% CI]</th><th>n</th></tr>",
+    ]
+    for name in METRICS:
+        out.append(f"<tr><td>{name}</td><td>{_fmt(m[name])}</td><td>{m[name]['n']}</td></tr>")
+    out.append("</table>")
+    for name, data in plots.items():
+        b64 = base64.b64encode(data).decode()
+        out.append(f'<p><img alt="{name}" src="data:image/png;base64,{b64}"></p>')
+    out.append("<h2>By language, rule and tag</h2>")
+    for key in ("lang", "rule", "tag"):
+        out.append(
+            f"<h3>{key}</h3><table><tr><th>{key}</th><th>cases</th><th>case_pass</th>"
+            "<th>attribution_accuracy</th><th>misattribution_rate</th></tr>"
+        )
+        for value, e in sorted(summary["breakdown"][key].items()):
+            out.append(
+                f"<tr><td>{_esc(value)}</td><td>{e['cases']}</td><td>{_fmt(e['case_pass'])}"
+                f"</td><td>{_fmt(e['attribution_accuracy'])}</td>"
+                f"<td>{_fmt(e['misattribution_rate'])}</td></tr>"
+            )
+        out.append("</table>")
+    out.append(
+        "<h2>Cases</h2><p>Failed cases first; click a case for its conversation, "
+        "prompts, raw answers, facts with their gold match and verdicts.</p>"
+    )
+    shown = 0
+    for want_passed in (False, True):
+        for rec in read_records(records):
+            if wanted is not None and rec["id"] not in wanted:
+                continue
+            if rec["score"]["passed"] != want_passed or shown >= DRILLDOWN_LIMIT:
+                continue
+            out.append(_case_html(rec))
+            shown += 1
+    if shown >= DRILLDOWN_LIMIT:
+        out.append(
+            f"<p>Only the first {DRILLDOWN_LIMIT} cases are shown; all are in cases.jsonl.</p>"
+        )
+    return "\n".join(out)

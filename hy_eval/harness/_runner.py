@@ -1,0 +1,479 @@
+"""Running a suite: every case through the real pipeline, one record per case appended to
+``cases.jsonl`` as it finishes (rule E2), then the summary and reports.
+
+A run is a folder. ``manifest.json`` says what ran; ``cases.jsonl`` grows one line per
+finished case, so a killed run keeps what it finished and ``--resume`` does the rest.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import hashlib
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hy_eval.conversation import normalise_messages, render_conversation
+from hy_eval.harness._dataset import Case, Suite, filter_cases, load_suite
+from hy_eval.harness._scoring import Outcome, score_case
+from hy_eval.llm import CacheMiss, LLMClient, PriceTable, ProviderError, build_client
+from hy_eval.memory import MemoryClient, MemoryStore, PromptLibrary
+from hy_eval.memory._prompts import LANGUAGES, STAGES
+
+REPORTS_DIR = Path("reports")
+PACKAGES = ("hy_eval", "openai", "anthropic", "llama_cpp_python", "jinja2", "pydantic", "pandas")
+
+
+class RunError(Exception):
+    """A run that cannot start or go on; ``exit_code`` is the CLI's."""
+
+    def __init__(self, message: str, exit_code: int = 2) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+@dataclass
+class RunConfig:
+    suite: str = "multi_speaker"
+    provider: str = "local"
+    model: str | None = None
+    base_url: str | None = None
+    api_key: str | None = field(default=None, repr=False)  # never written anywhere
+    structured: str | None = None
+    variant: str = "default"
+    limit: int | None = None
+    filter: str | None = None
+    concurrency: int | None = None
+    cache_mode: str = "read-write"
+    cache_path: str = ".hy_eval/cache.sqlite"
+    out: str | None = None
+    resume: str | None = None
+    guard: bool = True
+    timeout: float = 120.0
+    retries: int = 4
+    max_error_rate: float = 0.1
+    prices: str | None = None
+    progress: bool = True
+
+    #: Fields that define a run's results; a resume must not change them.
+    IDENTITY = ("suite", "provider", "model", "base_url", "structured", "variant", "guard")
+
+    def params(self) -> dict[str, Any]:
+        d = {k: v for k, v in self.__dict__.items() if k not in ("api_key", "progress")}
+        return d
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-")[:60] or "model"
+
+
+def git_state() -> dict[str, Any]:
+    root = Path(__file__).resolve().parents[2]
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=5
+        ).stdout.strip()
+        dirty = bool(
+            subprocess.run(
+                ["git", "status", "--porcelain"],
+                cwd=root,
+                capture_output=True,
+                text=True,
+                timeout=5,
+            ).stdout.strip()
+        )
+    except (OSError, subprocess.SubprocessError):
+        return {"commit": None, "dirty": None}
+    return {"commit": commit or None, "dirty": dirty if commit else None}
+
+
+def package_versions() -> dict[str, str | None]:
+    from importlib import metadata
+
+    out: dict[str, str | None] = {"python": platform.python_version()}
+    for name in PACKAGES:
+        try:
+            out[name] = metadata.version(name.replace("_", "-"))
+        except metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def read_records(path: Path) -> Iterator[dict[str, Any]]:
+    """Complete records of a ``cases.jsonl``; a torn last line (a killed run) is skipped."""
+    if not path.exists():
+        return
+    with path.open(encoding="utf-8") as fh:
+        for line in fh:
+            if not line.endswith("\n"):
+                break  # torn write: the case will be redone
+            yield json.loads(line)
+
+
+def repair_records(path: Path) -> set[str]:
+    """Drop a torn last line and duplicate ids; return the ids of finished cases."""
+    if not path.exists():
+        return set()
+    seen: set[str] = set()
+    keep: list[str] = []
+    changed = False
+    with path.open(encoding="utf-8") as fh:
+        for line in fh:
+            if not line.endswith("\n"):
+                changed = True
+                break
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:
+                changed = True
+                continue
+            if rec["id"] in seen:
+                changed = True
+                continue
+            seen.add(rec["id"])
+            keep.append(line)
+    if changed:
+        tmp = path.with_suffix(".jsonl.tmp")
+        tmp.write_text("".join(keep), encoding="utf-8")
+        os.replace(tmp, path)
+    return seen
+
+
+class Runner:
+    def __init__(self, config: RunConfig) -> None:
+        self.config = config
+
+    # -- setting up ------------------------------------------------------------------
+
+    def _prepare(self) -> tuple[Suite, list[Case], PromptLibrary, Path, dict[str, Any]]:
+        from hy_eval.harness._dataset import DatasetError
+        from hy_eval.memory import PromptError
+
+        cfg = self.config
+        manifest: dict[str, Any] = {}
+        if cfg.resume:
+            run_dir = Path(cfg.resume)
+            mpath = run_dir / "manifest.json"
+            if not mpath.is_file():
+                raise RunError(f"{run_dir}: not a run folder (no manifest.json)")
+            manifest = json.loads(mpath.read_text(encoding="utf-8"))
+            saved = manifest["params"]
+            for key in RunConfig.IDENTITY:
+                setattr(cfg, key, saved.get(key))
+            for key in ("limit", "filter"):
+                setattr(cfg, key, saved.get(key))
+        try:
+            suite = load_suite(cfg.suite)
+        except DatasetError as exc:
+            raise RunError("dataset error: " + "; ".join(exc.problems[:5])) from None
+        if suite.kind != "memory":
+            raise RunError(f"suite {suite.name!r} has no model cases; run 'hy-eval history'")
+        try:
+            cases = filter_cases(suite.cases, cfg.filter)
+        except ValueError as exc:
+            raise RunError(str(exc)) from None
+        if cfg.limit is not None:
+            cases = cases[: cfg.limit]
+        if not cases:
+            raise RunError(f"no case of suite {suite.name!r} matches the filter")
+        try:
+            prompts = PromptLibrary(cfg.variant)
+            for stage in STAGES:
+                for lang in LANGUAGES:
+                    prompts.template(stage, lang)
+        except PromptError as exc:
+            raise RunError(str(exc)) from None
+        if manifest and manifest.get("dataset_hash") != suite.hash:
+            raise RunError(
+                f"{cfg.resume}: the dataset changed since this run started; start a new run"
+            )
+        if manifest and manifest.get("prompt_hashes") != prompts.file_hashes():
+            raise RunError(f"{cfg.resume}: the prompts changed since this run started")
+        if cfg.resume:
+            run_dir = Path(cfg.resume)
+        else:
+            stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+            model = _slug(cfg.model or cfg.provider)
+            run_dir = (
+                Path(cfg.out)
+                if cfg.out
+                else REPORTS_DIR / (f"{stamp}-{suite.name}-{model}-{cfg.variant}")
+            )
+            if (run_dir / "cases.jsonl").exists():
+                raise RunError(f"{run_dir}: already holds a run; use --resume {run_dir}")
+            run_dir.mkdir(parents=True, exist_ok=True)
+        return suite, cases, prompts, run_dir, manifest
+
+    def _manifest(
+        self, suite: Suite, prompts: PromptLibrary, llm: LLMClient, previous: dict[str, Any]
+    ) -> dict[str, Any]:
+        now = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+        return {
+            "suite": suite.name,
+            "dataset_files": [str(f) for f in suite.files],
+            "dataset_hash": suite.hash,
+            "prompt_hashes": prompts.file_hashes(),
+            "provider": llm.provider.name,
+            "model": llm.provider.model,
+            "base_url": llm.provider.base_url or None,
+            "params": self.config.params(),
+            "git": git_state(),
+            "packages": package_versions(),
+            "started": previous.get("started", now),
+            "resumed": [*previous.get("resumed", []), now] if previous else [],
+            "finished": None,
+        }
+
+    # -- running ---------------------------------------------------------------------
+
+    def run(self) -> tuple[Path, dict[str, Any], int]:
+        """Run (or resume) and report. Returns the run folder, the summary and the exit
+        code (0 ok, 3 provider errors above the tolerance, 4 a replay-only cache miss)."""
+        from hy_eval.harness._report import write_reports
+        from hy_eval.llm import ConfigError
+
+        cfg = self.config
+        suite, cases, prompts, run_dir, previous = self._prepare()
+        try:
+            llm = build_client(
+                cfg.provider,
+                cfg.model,
+                base_url=cfg.base_url,
+                api_key=cfg.api_key,
+                options={"structured": cfg.structured} if cfg.structured else None,
+                cache_path=cfg.cache_path,
+                cache_mode=cfg.cache_mode,
+                concurrency=cfg.concurrency,
+                timeout=cfg.timeout,
+                retries=cfg.retries,
+            )
+        except ConfigError as exc:
+            raise RunError(str(exc)) from None
+        prices = PriceTable.load(cfg.prices)
+        manifest = self._manifest(suite, prompts, llm, previous)
+        _write_json(run_dir / "manifest.json", manifest)
+        records = run_dir / "cases.jsonl"
+        done = repair_records(records)
+        todo = [c for c in cases if c.id not in done]
+        print(
+            f"hy-eval: {suite.name}: {len(cases)} cases ({len(done)} already done), "
+            f"provider {llm.provider.name}, model {llm.provider.model}, variant {cfg.variant}, "
+            f"cache {cfg.cache_mode}",
+            file=sys.stderr,
+        )
+        started = time.perf_counter()
+        miss: CacheMiss | None = None
+        try:
+            asyncio.run(self._run_cases(todo, llm, prompts, prices, records, len(done)))
+        except CacheMiss as exc:
+            miss = exc
+        except KeyboardInterrupt:
+            print(
+                f"\nhy-eval: interrupted; finished cases are kept in {records}. "
+                f"Resume with: python run_eval.py --resume {run_dir}",
+                file=sys.stderr,
+            )
+            raise
+        wall = time.perf_counter() - started
+        wanted = {c.id for c in cases}
+        summary = write_reports(run_dir, manifest, llm.stats.as_dict(), wall, wanted)
+        if miss is not None:
+            raise RunError(str(miss), exit_code=4)
+        manifest["finished"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+        _write_json(run_dir / "manifest.json", manifest)
+        error_rate = summary["metrics"]["error_rate"]["value"] or 0.0
+        code = 3 if error_rate > cfg.max_error_rate else 0
+        return run_dir, summary, code
+
+    async def _run_cases(
+        self,
+        cases: list[Case],
+        llm: LLMClient,
+        prompts: PromptLibrary,
+        prices: PriceTable,
+        records: Path,
+        already: int,
+    ) -> None:
+        progress = _Progress(len(cases) + already, already, llm, enabled=self.config.progress)
+        queue: asyncio.Queue[Case] = asyncio.Queue()
+        for case in cases:
+            queue.put_nowait(case)
+        workers = max(1, min(llm.concurrency, len(cases)))
+        fh = records.open("a", encoding="utf-8")
+
+        async def worker() -> None:
+            while True:
+                try:
+                    case = queue.get_nowait()
+                except asyncio.QueueEmpty:
+                    return
+                record = await run_case(case, llm, prompts, prices, self.config.guard)
+                fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+                fh.flush()
+                progress.advance(record)
+
+        tasks = [asyncio.create_task(worker()) for _ in range(workers)]
+        try:
+            await asyncio.gather(*tasks)
+        finally:
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            fh.close()
+            progress.close()
+            await llm.aclose()
+
+
+def _write_json(path: Path, data: Any) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(data, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+class _Progress:
+    """A tqdm bar on a terminal; a line every 10% otherwise (CI logs)."""
+
+    def __init__(self, total: int, done: int, llm: LLMClient, *, enabled: bool) -> None:
+        self.total, self.done, self.llm = total, done, llm
+        self.errors = 0
+        self.bar: Any = None
+        self.enabled = enabled
+        self.started = time.perf_counter()
+        if enabled and sys.stderr.isatty():
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, initial=done, unit="case", dynamic_ncols=True)
+
+    def advance(self, record: dict[str, Any]) -> None:
+        self.done += 1
+        self.errors += record["status"] == "error"
+        s = self.llm.stats
+        info = {
+            "calls": s.calls,
+            "hits": s.cache_hits,
+            "tok": s.usage.input_tokens + s.usage.output_tokens,
+            "err": self.errors,
+        }
+        if self.bar is not None:
+            self.bar.set_postfix(info, refresh=False)
+            self.bar.update(1)
+        elif self.enabled and (
+            self.done == self.total or self.done % max(1, self.total // 10) == 0
+        ):
+            elapsed = time.perf_counter() - self.started
+            print(
+                f"  {self.done}/{self.total} cases, {elapsed:.0f} s, calls {info['calls']}, "
+                f"cache hits {info['hits']}, tokens {info['tok']}, errors {info['err']}",
+                file=sys.stderr,
+            )
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+async def run_case(
+    case: Case, llm: LLMClient, prompts: PromptLibrary, prices: PriceTable, guard: bool
+) -> dict[str, Any]:
+    """One case through a fresh in-memory store: seed history and existing memories, add
+    the conversation, score. A provider error marks the case failed; a replay-only cache
+    miss stops the run."""
+    store = MemoryStore()
+    existing_ids: dict[str, int] = {}
+    with store.transaction():
+        if case.history:
+            store.add_l1_raw(case.user_id, render_conversation(normalise_messages(case.history)))
+        for mem in case.existing:
+            existing_ids[mem.id] = store.insert(case.user_id, mem.text, mem.owner, "seed")
+    client = MemoryClient(llm, store, prompts, guard=guard)
+    started = time.perf_counter()
+    record: dict[str, Any] = {
+        "id": case.id,
+        "lang": case.lang,
+        "rules": case.rules,
+        "tags": case.tags,
+        "input": {
+            "messages": case.messages,
+            "system": case.system,
+            "history": case.history,
+            "existing": [m.model_dump() for m in case.existing],
+        },
+        "expect": case.expect.model_dump(),
+    }
+    outcome = Outcome(existing_ids=existing_ids)
+    try:
+        result = await client.add(case.messages, case.user_id, system=case.system, label=case.id)
+    except ProviderError as exc:
+        outcome.error = f"{exc.kind}: {exc}"
+        record.update(status="error", error=outcome.error)
+    else:
+        ext, rec = result.extraction, result.reconciliation
+        outcome.facts = result.facts
+        outcome.raw_ops = [o.as_dict() for o in rec.raw]
+        outcome.applied_ops = [o.as_dict() for o in rec.applied]
+        outcome.reconcile_ran = rec.prompt is not None
+        outcome.fallback = rec.fallback
+        outcome.parse_failed = bool(ext.parse_error or rec.parse_error)
+        snap = store.snapshot(case.user_id)
+        outcome.memories_after = {m["id"]: m for m in snap["memories"]}
+        outcome.profile = snap["profile"]
+        stages: dict[str, Any] = {
+            "extract": _stage(ext.prompt, ext.completion, ext.parse_error),
+        }
+        if rec.prompt is not None:
+            stages["reconcile"] = _stage(rec.prompt, rec.completion, rec.parse_error)
+            stages["reconcile"]["short_ids"] = rec.short_ids
+        usage = result.usage
+        cost = prices.cost(llm.provider.model, usage)
+        record.update(
+            status="ok",
+            error=None,
+            rendered=result.rendered,
+            stages=stages,
+            facts=result.facts,
+            basic_info=ext.basic_info,
+            profile_issues=ext.profile_issues,
+            operations={"raw": outcome.raw_ops, "applied": outcome.applied_ops},
+            guard_events=[g.as_dict() for g in rec.guard_events],
+            fallback=rec.fallback,
+            store_after=snap,
+            existing_ids=existing_ids,
+            warnings=result.warnings,
+            round_trips=result.round_trips,
+            tokens={"input": usage.input_tokens, "output": usage.output_tokens},
+            cost_usd=cost,
+        )
+    score = score_case(case, outcome)
+    record["latency_s"] = round(time.perf_counter() - started, 4)
+    record["score"] = score.as_dict()
+    return record
+
+
+def _stage(prompt: Any, completion: Any, parse_error: str | None) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "template": prompt.template,
+        "prompt_sha256": hashlib.sha256((prompt.system + "\0" + prompt.user).encode()).hexdigest(),
+        "system": prompt.system,
+        "user": prompt.user,
+        "parse_error": parse_error,
+    }
+    if completion is not None:
+        out.update(
+            raw=completion.text,
+            finish_reason=completion.finish_reason,
+            cached=completion.cached,
+            retries=completion.retries,
+            latency_s=round(completion.latency_s, 4),
+            input_tokens=completion.usage.input_tokens,
+            output_tokens=completion.usage.output_tokens,
+        )
+    return out

@@ -1,0 +1,265 @@
+"""Scoring one case against its gold expectations (rule E3). docs/metrics.md defines each
+metric; the names are part of the interface (reports, gates and summary.json use them).
+
+Every metric is a ratio. A case contributes a numerator and a denominator to each
+metric; a run's value is the sum of numerators over the sum of denominators, so a case
+with nothing to check for a metric (denominator 0) does not move it.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from dataclasses import dataclass, field
+from typing import Any
+
+from hy_eval.harness._dataset import Case
+from hy_eval.memory import Speakers, Subject, same_subject, subject_of
+
+#: Metrics where higher is better; the others are rates where lower is better.
+ACCURACY_METRICS = (
+    "case_pass",
+    "fact_recall",
+    "attribution_accuracy",
+    "owner_accuracy",
+    "profile_name_accuracy",
+)
+VIOLATION_METRICS = (
+    "misattribution_rate",
+    "merge_violation_rate_raw",
+    "merge_violation_rate_applied",
+    "untouched_violation_rate",
+    "profile_leak_rate",
+    "noncanonical_subject_rate",
+    "parse_failure_rate",
+    "fallback_rate",
+    "error_rate",
+)
+METRICS = ACCURACY_METRICS + VIOLATION_METRICS
+SUBJECT_KINDS = ("user", "named", "assistant", "unknown", "missing")
+
+
+def fold(text: str) -> str:
+    """The form keyword matching works on: NFKC, case-folded, whitespace collapsed."""
+    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+
+
+def contains_all(text: str, keywords: list[str]) -> bool:
+    t = fold(text)
+    return all(fold(k) in t for k in keywords)
+
+
+def gold_subject(subject: str) -> Subject:
+    if subject == "user":
+        return Subject("user")
+    if subject == "assistant":
+        return Subject("assistant")
+    return Subject("named", subject)
+
+
+def subject_right(gold: str, predicted: Subject) -> bool:
+    """The user named by their own name counts as the user here (it is counted apart,
+    by ``noncanonical_subject_rate``)."""
+    return gold_subject(gold).key == predicted.key
+
+
+@dataclass
+class Outcome:
+    """What the pipeline did for one case, in plain data (from ``AddResult`` and the store)."""
+
+    facts: list[dict[str, str]] = field(default_factory=list)
+    raw_ops: list[dict[str, Any]] = field(default_factory=list)
+    applied_ops: list[dict[str, Any]] = field(default_factory=list)
+    reconcile_ran: bool = False
+    fallback: str | None = None
+    parse_failed: bool = False
+    #: Case memory id ("m1") -> database id.
+    existing_ids: dict[str, int] = field(default_factory=dict)
+    #: Database id -> {"text", "status"} after the add, for every memory of the user.
+    memories_after: dict[int, dict[str, Any]] = field(default_factory=dict)
+    profile: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+
+
+@dataclass
+class CaseScore:
+    counts: dict[str, tuple[int, int]]
+    passed: bool
+    facts: list[dict[str, Any]]
+    checks: list[dict[str, Any]]
+    confusion: list[tuple[str, str]]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "counts": {k: list(v) for k, v in self.counts.items()},
+            "passed": self.passed,
+            "facts": self.facts,
+            "checks": self.checks,
+            "confusion": [list(c) for c in self.confusion],
+        }
+
+
+def _match(case: Case, facts: list[dict[str, str]], speakers: Speakers) -> list[dict[str, Any]]:
+    """One-to-one matching of gold facts to predicted facts by keywords. Among the unused
+    predicted facts containing all keywords, one with the right subject and owner is
+    preferred, then one with the right subject, then the first."""
+    subjects = [subject_of(f["text"], speakers) for f in facts]
+    used: set[int] = set()
+    rows = []
+    for gold in case.expect.facts:
+        candidates = [
+            i
+            for i, f in enumerate(facts)
+            if i not in used and contains_all(f["text"], gold.keywords)
+        ]
+
+        def rank(i: int, gold_subject: str = gold.subject, gold_owner: str = gold.owner) -> int:
+            right = subject_right(gold_subject, subjects[i])
+            return 0 if right and facts[i]["owner"] == gold_owner else 1 if right else 2
+
+        best = min(candidates, key=rank) if candidates else None
+        row: dict[str, Any] = {
+            "gold_subject": gold.subject,
+            "gold_owner": gold.owner,
+            "keywords": gold.keywords,
+            "matched": best,
+        }
+        if best is not None:
+            used.add(best)
+            row.update(
+                text=facts[best]["text"],
+                predicted_subject=subjects[best].key,
+                subject_ok=subject_right(gold.subject, subjects[best]),
+                owner=facts[best]["owner"],
+                owner_ok=facts[best]["owner"] == gold.owner,
+            )
+        rows.append(row)
+    return rows
+
+
+def _cross_subject(
+    ops: list[dict[str, Any]],
+    facts: list[dict[str, str]],
+    texts: dict[int, str],
+    speakers: Speakers,
+) -> list[dict[str, Any]]:
+    out = []
+    for op in ops:
+        if op["op"] not in ("UPDATE", "DELETE", "SUPERSEDE"):
+            continue
+        fact_subject = subject_of(facts[op["fact"]]["text"], speakers)
+        for target in op["targets"]:
+            if target in texts and not same_subject(
+                fact_subject, subject_of(texts[target], speakers)
+            ):
+                out.append(op)
+                break
+    return out
+
+
+def score_case(case: Case, outcome: Outcome) -> CaseScore:
+    c: dict[str, tuple[int, int]] = {m: (0, 0) for m in METRICS}
+    c["error_rate"] = (1 if outcome.error else 0, 1)
+    if outcome.error:
+        c["case_pass"] = (0, 1)
+        return CaseScore(
+            c, False, [], [{"check": "error", "ok": False, "detail": outcome.error}], []
+        )
+
+    speakers = Speakers.of(_user_name(case), case.named_speakers)
+    facts = outcome.facts
+    checks: list[dict[str, Any]] = []
+    rows = _match(case, facts, speakers)
+    matched = [r for r in rows if r["matched"] is not None]
+    c["fact_recall"] = (len(matched), len(rows))
+    c["attribution_accuracy"] = (sum(r["subject_ok"] for r in matched), len(matched))
+    c["owner_accuracy"] = (sum(r["owner_ok"] for r in matched), len(matched))
+    for r in rows:
+        ok = r["matched"] is not None and r["subject_ok"] and r["owner_ok"]
+        checks.append({"check": "fact", "ok": ok, "detail": r})
+    confusion: list[tuple[str, str]] = [
+        (
+            str(gold_subject(r["gold_subject"]).kind),
+            "missing" if r["matched"] is None else r["predicted_subject"].split(":")[0],
+        )
+        for r in rows
+    ]
+
+    subjects = [subject_of(f["text"], speakers) for f in facts]
+    violated = 0
+    for check in case.expect.absent:
+        hits = [
+            f["text"]
+            for f, s in zip(facts, subjects, strict=True)
+            if subject_right(check.subject, s) and contains_all(f["text"], check.keywords)
+        ]
+        violated += bool(hits)
+        checks.append(
+            {
+                "check": "absent",
+                "ok": not hits,
+                "detail": {"subject": check.subject, "keywords": check.keywords, "found": hits},
+            }
+        )
+    c["misattribution_rate"] = (violated, len(case.expect.absent))
+
+    user_facts = [s for s in subjects if s.kind == "user"]
+    c["noncanonical_subject_rate"] = (sum(s.by_name for s in user_facts), len(user_facts))
+
+    texts_before = {
+        outcome.existing_ids[m.id]: m.text for m in case.existing if m.id in outcome.existing_ids
+    }
+    if outcome.reconcile_ran:
+        raw_bad = _cross_subject(outcome.raw_ops, facts, texts_before, speakers)
+        applied_bad = _cross_subject(outcome.applied_ops, facts, texts_before, speakers)
+        c["merge_violation_rate_raw"] = (len(raw_bad), len(outcome.raw_ops))
+        c["merge_violation_rate_applied"] = (len(applied_bad), len(outcome.applied_ops))
+        c["fallback_rate"] = (1 if outcome.fallback else 0, 1)
+        checks.append(
+            {
+                "check": "merge",
+                "ok": not applied_bad,
+                "detail": {"raw": raw_bad, "applied": applied_bad, "fallback": outcome.fallback},
+            }
+        )
+
+    untouched_bad = []
+    for mid in case.expect.untouched:
+        db_id = outcome.existing_ids.get(mid)
+        after = outcome.memories_after.get(db_id) if db_id is not None else None
+        before = texts_before.get(db_id) if db_id is not None else None
+        if after is None or after["text"] != before or after["status"] != "active":
+            untouched_bad.append(mid)
+    c["untouched_violation_rate"] = (len(untouched_bad), len(case.expect.untouched))
+    if case.expect.untouched:
+        checks.append({"check": "untouched", "ok": not untouched_bad, "detail": untouched_bad})
+
+    profile = case.expect.profile
+    if profile is not None:
+        if profile.name is not None:
+            ok = outcome.profile.get("name") == profile.name
+            c["profile_name_accuracy"] = (int(ok), 1)
+            checks.append(
+                {"check": "profile_name", "ok": ok, "detail": outcome.profile.get("name")}
+            )
+        values = fold(" ".join(str(v) for v in outcome.profile.values()))
+        leaks = [a for a in profile.absent if fold(a) in values]
+        c["profile_leak_rate"] = (len(leaks), len(profile.absent))
+        if profile.absent:
+            checks.append({"check": "profile_absent", "ok": not leaks, "detail": leaks})
+
+    c["parse_failure_rate"] = (int(outcome.parse_failed), 1)
+    if outcome.parse_failed:
+        checks.append({"check": "parse", "ok": False, "detail": "a model answer could not be used"})
+    passed = all(ch["ok"] for ch in checks)
+    c["case_pass"] = (int(passed), 1)
+    fact_rows = [
+        {"text": f["text"], "owner": f["owner"], "subject": s.key, "by_name": s.by_name}
+        for f, s in zip(facts, subjects, strict=True)
+    ]
+    return CaseScore(c, passed, fact_rows, checks, confusion)
+
+
+def _user_name(case: Case) -> str | None:
+    from hy_eval.conversation import normalise_messages, resolve_user_name
+
+    return resolve_user_name(normalise_messages(case.messages, system=case.system)).name
