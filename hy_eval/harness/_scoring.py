@@ -99,24 +99,37 @@ class CaseScore:
 
 
 def _match(case: Case, facts: list[dict[str, str]], speakers: Speakers) -> list[dict[str, Any]]:
-    """One-to-one matching of gold facts to predicted facts by keywords. Among the unused
-    predicted facts containing all keywords, one with the right subject and owner is
-    preferred, then one with the right subject, then the first."""
+    """One-to-one matching of gold facts to predicted facts containing all their keywords.
+
+    Three passes over the gold facts: first each takes an unused predicted fact with the
+    right subject and owner, then one with the right subject, then any. So a predicted
+    fact goes to the gold fact it is right for, whatever the order of the gold facts.
+    """
     subjects = [subject_of(f["text"], speakers) for f in facts]
+    golds = case.expect.facts
+    chosen: list[int | None] = [None] * len(golds)
     used: set[int] = set()
+
+    def rank(g: int, i: int) -> int:
+        right = subject_right(golds[g].subject, subjects[i])
+        return 0 if right and facts[i]["owner"] == golds[g].owner else 1 if right else 2
+
+    for wanted in (0, 1, 2):
+        for g, gold in enumerate(golds):
+            if chosen[g] is not None:
+                continue
+            for i, f in enumerate(facts):
+                if (
+                    i not in used
+                    and rank(g, i) == wanted
+                    and contains_all(f["text"], gold.keywords)
+                ):
+                    chosen[g] = i
+                    used.add(i)
+                    break
     rows = []
-    for gold in case.expect.facts:
-        candidates = [
-            i
-            for i, f in enumerate(facts)
-            if i not in used and contains_all(f["text"], gold.keywords)
-        ]
-
-        def rank(i: int, gold_subject: str = gold.subject, gold_owner: str = gold.owner) -> int:
-            right = subject_right(gold_subject, subjects[i])
-            return 0 if right and facts[i]["owner"] == gold_owner else 1 if right else 2
-
-        best = min(candidates, key=rank) if candidates else None
+    for g, gold in enumerate(golds):
+        best = chosen[g]
         row: dict[str, Any] = {
             "gold_subject": gold.subject,
             "gold_owner": gold.owner,
@@ -124,7 +137,6 @@ def _match(case: Case, facts: list[dict[str, str]], speakers: Speakers) -> list[
             "matched": best,
         }
         if best is not None:
-            used.add(best)
             row.update(
                 text=facts[best]["text"],
                 predicted_subject=subjects[best].key,

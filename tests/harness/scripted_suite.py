@@ -1,0 +1,89 @@
+"""A scripted model for whole suites: for each case, answers built from its gold labels
+(optionally with planted mistakes), served by the loopback server in the OpenAI format."""
+
+import json
+import re
+
+from hy_eval.conversation import normalise_messages, render_conversation
+from hy_eval.llm.loopback import LoopbackServer, Reply, openai_completion
+
+PREFIX = {
+    "en": {"user": "The user", "assistant": "The assistant"},
+    "zh": {"user": "用户", "assistant": "助手"},
+}
+
+
+def gold_text(case, subject, keywords):
+    prefix = PREFIX[case.lang].get(subject, subject)
+    return f"{prefix} {' '.join(keywords)}."
+
+
+def perfect_extraction(case):
+    facts = [
+        {"text": gold_text(case, f.subject, f.keywords), "owner": f.owner}
+        for f in case.expect.facts
+    ]
+    info = {}
+    if case.expect.profile and case.expect.profile.name:
+        info["name"] = case.expect.profile.name
+    return {"facts": facts, "basic_info": info}
+
+
+class SuiteModel:
+    """``extraction[case_id]`` and ``reconcile[case_id]`` hold the answers (dicts, raw
+    strings or ``Reply`` objects); reconcile defaults to ADD for every new fact."""
+
+    def __init__(self, cases, extraction=None, reconcile=None):
+        self.by_text = {}
+        for case in cases:
+            rendered = render_conversation(normalise_messages(case.messages, system=case.system))
+            self.by_text[rendered] = case.id
+        self.extraction = extraction or {c.id: perfect_extraction(c) for c in cases}
+        self.reconcile = reconcile or {}
+        self.server = LoopbackServer(self.answer)
+
+    def case_of(self, prompt):
+        # The longest rendered conversation contained in the prompt is this case's.
+        found = [t for t in self.by_text if t in prompt]
+        return self.by_text[max(found, key=len)]
+
+    def answer(self, req):
+        prompt = req.messages[-1]["content"]
+        name = ((req.body.get("response_format") or {}).get("json_schema") or {}).get("name")
+        if name == "memory_extraction":
+            item = self.extraction[self.case_of(prompt)]
+        else:
+            facts = re.findall(
+                r"^(\d+): ",
+                prompt.split("New facts:" if "New facts:" in prompt else "新事实：")[-1],
+                re.M,
+            )
+            case_id = self.case_for_reconcile(prompt)
+            default = {
+                "operations": [
+                    {"op": "ADD", "fact": int(i), "target_ids": [], "text": ""} for i in facts
+                ]
+            }
+            item = self.reconcile.get(case_id, default)
+        if isinstance(item, Reply):
+            return item
+        text = item if isinstance(item, str) else json.dumps(item, ensure_ascii=False)
+        return Reply(body=openai_completion(text))
+
+    def case_for_reconcile(self, prompt):
+        # Reconcile prompts carry facts, not the conversation: match the extraction answer.
+        for case_id, ext in self.extraction.items():
+            if (
+                isinstance(ext, dict)
+                and ext["facts"]
+                and all(f["text"] in prompt for f in ext["facts"])
+            ):
+                return case_id
+        return None
+
+    def __enter__(self):
+        self.server.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.server.stop()

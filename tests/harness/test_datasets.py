@@ -1,0 +1,203 @@
+"""Dataset validation (E1): every problem as file:line: field: message, exit code 2."""
+
+import json
+
+import pytest
+
+from hy_eval.cli import main
+from hy_eval.harness import DatasetError, filter_cases, load_suite
+
+GOOD = {
+    "id": "x-1",
+    "lang": "en",
+    "rules": ["A2"],
+    "tags": ["t"],
+    "messages": [
+        {"role": "user", "name": "Tim", "content": "hi"},
+        {"role": "assistant", "name": "John", "content": "I am a nurse."},
+    ],
+    "expect": {"facts": [{"subject": "John", "owner": "user", "keywords": ["nurse"]}]},
+}
+
+
+def variant(**changes):
+    case = json.loads(json.dumps(GOOD))
+    for path, value in changes.items():
+        target = case
+        keys = path.split("__")
+        for k in keys[:-1]:
+            target = target[k]
+        if value is KeyError:
+            del target[keys[-1]]
+        else:
+            target[keys[-1]] = value
+    return json.dumps(case, ensure_ascii=False)
+
+
+BAD_LINES = [
+    ("{not json", "json: invalid JSON"),
+    ("[1, 2]", "case: a case must be a JSON object"),
+    ('"a string"', "case: a case must be a JSON object"),
+    (variant(id=KeyError), "id: Field required"),
+    (variant(lang=KeyError), "lang: Field required"),
+    (variant(expect=KeyError), "expect: Field required"),
+    (variant(messages=KeyError), "messages: Field required"),
+    (variant(surprise=1), "surprise: Extra inputs are not permitted"),
+    (variant(expect__bogus=1), "expect.bogus: Extra inputs are not permitted"),
+    (variant(lang="fr"), "lang: Input should be 'en' or 'zh'"),
+    (variant(rules=["Z9"]), "rules: unknown rule id(s) Z9"),
+    (variant(rules=[]), "rules: List should have at least 1 item"),
+    (variant(rules="A2"), "rules: Input should be a valid list"),
+    (variant(tags="t"), "tags: Input should be a valid list"),
+    (variant(id="has space"), "id: id must be letters"),
+    (variant(id=5), "id: Input should be a valid string"),
+    (variant(messages=[]), "messages: List should have at least 1 item"),
+    (
+        variant(messages=[{"role": "boss", "content": "x"}]),
+        "messages: message 0: unknown role 'boss'",
+    ),
+    (variant(messages=[{"role": "user", "content": 5}]), "messages: message 0: content must be"),
+    (
+        variant(messages=[{"role": "user", "name": 3, "content": "x"}]),
+        "messages: message 0: name must be a string",
+    ),
+    (variant(history=[{"role": "x", "content": "y"}]), "history: message 0: unknown role"),
+    (
+        variant(expect__facts=[{"subject": "John", "owner": "user", "keywords": []}]),
+        "expect.facts.0.keywords: List should have at least 1 item",
+    ),
+    (
+        variant(expect__facts=[{"subject": "John", "owner": "user"}]),
+        "expect.facts.0.keywords: Field required",
+    ),
+    (
+        variant(expect__facts=[{"subject": "John", "owner": "user", "keywords": [" "]}]),
+        "expect.facts.0.keywords: keywords must not be blank",
+    ),
+    (
+        variant(expect__facts=[{"subject": "Mary", "owner": "user", "keywords": ["x"]}]),
+        "expect.facts.0.subject: unknown subject 'Mary'",
+    ),
+    (
+        variant(expect__facts=[{"subject": "John", "owner": "robot", "keywords": ["x"]}]),
+        "expect.facts.0.owner: Input should be 'user' or 'agent'",
+    ),
+    (
+        variant(expect__absent=[{"subject": "Zed", "keywords": ["x"]}]),
+        "expect.absent.0.subject: unknown subject 'Zed'",
+    ),
+    (variant(expect__untouched=["m9"]), "expect.untouched: unknown memory id(s) m9"),
+    (
+        variant(existing=[{"id": "m1", "text": "a"}, {"id": "m1", "text": "b"}]),
+        "existing: duplicate memory ids",
+    ),
+    (
+        variant(existing=[{"id": "m1", "text": ""}]),
+        "existing.0.text: String should have at least 1 character",
+    ),
+    (
+        variant(expect__profile={"name": "Bob"}),
+        "expect.profile.name: 'Bob' is not the user's name 'Tim'",
+    ),
+    (
+        variant(expect__profile={"absent": "x"}),
+        "expect.profile.absent: Input should be a valid list",
+    ),
+    ("{" + '"id": "' + "x" * 200_001 + '"}', "line: longer than 200000 bytes"),
+]
+
+
+@pytest.mark.parametrize("line, message", BAD_LINES, ids=[m for _, m in BAD_LINES])
+def test_malformed_lines(tmp_path, line, message):
+    folder = tmp_path / "s"
+    folder.mkdir()
+    (folder / "cases.jsonl").write_text(GOOD_LINE + "\n" + line + "\n", encoding="utf-8")
+    with pytest.raises(DatasetError) as info:
+        load_suite(str(folder))
+    [problem] = info.value.problems
+    assert problem.startswith(f"{folder / 'cases.jsonl'}:2: "), problem
+    assert message in problem, problem
+
+
+GOOD_LINE = json.dumps(GOOD)
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (b"", ":1: file: empty file"),
+        (b"\n\n  \n", ":1: file: empty file"),
+        (
+            b"\xef\xbb\xbf" + GOOD_LINE.encode() + b"\n",
+            ":1: file: starts with a UTF-8 byte order mark",
+        ),
+        (GOOD_LINE.encode() + b"\r\n", ":1: file: Windows line endings"),
+        (b"\xff\xfe bad", ":1: file: not UTF-8"),
+        (
+            GOOD_LINE.encode() + b"\n" + GOOD_LINE.encode() + b"\n",
+            ":2: id: duplicate case id 'x-1'",
+        ),
+    ],
+)
+def test_malformed_files(tmp_path, content, message):
+    folder = tmp_path / "s"
+    folder.mkdir()
+    (folder / "cases.jsonl").write_bytes(content)
+    with pytest.raises(DatasetError) as info:
+        load_suite(str(folder))
+    assert any(message in p for p in info.value.problems), info.value.problems
+
+
+def test_validate_command_lists_every_problem_and_exits_2(tmp_path, capsys):
+    f = tmp_path / "s.jsonl"
+    f.write_text(GOOD_LINE + "\n{bad\n" + variant(id="x-2", lang="fr") + "\n")
+    assert main(["datasets", "validate", str(f)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        f"{f}:2: json: invalid JSON (Expecting property name enclosed in double quotes at column 2)",
+        f"{f}:3: lang: Input should be 'en' or 'zh'",
+    ]
+
+
+def test_shipped_suites_are_valid_and_meet_the_brief(capsys):
+    assert main(["datasets", "validate"]) == 0
+    suite = load_suite("multi_speaker")
+    zh = sum(c.lang == "zh" for c in suite.cases)
+    assert len(suite.cases) >= 150 and zh / len(suite.cases) >= 0.40
+    rules = {r for c in suite.cases for r in c.rules}
+    for rule in [f"A{i}" for i in range(1, 8)] + ["P1", "P2", "P3", "P4", "R1", "R2", "R3"]:
+        assert rule in rules, rule
+    tags = {t for c in suite.cases for t in c.tags}
+    for tag in [
+        "named_on_assistant_role",
+        "ai_assistant_advice",
+        "user_adopts_advice",
+        "tool_result",
+        "named_speaks_about_user",
+        "user_quotes_other",
+        "third_person_mentioned",
+        "two_named",
+        "three_named",
+        "same_fact_two_subjects",
+        "common_word_names",
+        "cjk_names",
+        "names_with_titles",
+        "code_switching",
+        "adversarial",
+    ]:
+        assert tag in tags, tag
+    assert len(load_suite("history").cases) >= 40
+
+
+def test_filter():
+    suite = load_suite("multi_speaker")
+    zh_adv = filter_cases(suite.cases, "lang=zh,tag=adversarial")
+    assert zh_adv and all(c.lang == "zh" and "adversarial" in c.tags for c in zh_adv)
+    assert [c.id for c in filter_cases(suite.cases, "id=ms-en-0001")] == ["ms-en-0001"]
+    with pytest.raises(ValueError, match="bad filter"):
+        filter_cases(suite.cases, "colour=red")
+
+
+def test_history_suite_passes(capsys):
+    assert main(["run", "--suite", "history"]) == 0
+    assert "history: 40/40 cases pass" in capsys.readouterr().out
