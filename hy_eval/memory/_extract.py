@@ -19,11 +19,11 @@ EXTRACTION_SCHEMA: dict[str, Any] = {
     "properties": {
         "facts": {
             "type": "array",
-            "maxItems": 12,
+            "maxItems": 10,
             "items": {
                 "type": "object",
                 "properties": {
-                    "text": {"type": "string", "maxLength": 200},
+                    "text": {"type": "string", "maxLength": 160},
                     "owner": {"type": "string", "enum": ["user", "agent"]},
                 },
                 "required": ["text", "owner"],
@@ -142,7 +142,7 @@ async def extract(
     user_name: str | None,
     named_speakers: list[str],
     label: str = "",
-    max_tokens: int = 1024,
+    max_tokens: int = 768,
 ) -> Extraction:
     """Run the extraction stage. Provider errors propagate (nothing is stored then)."""
     prompt = prompts.render(

@@ -21,7 +21,8 @@ from hy_eval.memory._subjects import Speakers, Subject, same_subject, subject_of
 OPS = ("ADD", "UPDATE", "DELETE", "SUPERSEDE", "NONE")
 CHANGING_OPS = frozenset({"UPDATE", "DELETE", "SUPERSEDE"})
 
-#: The answer schema named ``memory_reconcile``.
+#: The answer schema named ``memory_reconcile`` (its general form; each request narrows
+#: it with ``reconcile_schema``).
 RECONCILE_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
@@ -34,7 +35,7 @@ RECONCILE_SCHEMA: dict[str, Any] = {
                     "op": {"type": "string", "enum": list(OPS)},
                     "fact": {"type": "integer"},
                     "target_ids": {"type": "array", "maxItems": 4, "items": {"type": "string"}},
-                    "text": {"type": "string", "maxLength": 200},
+                    "text": {"type": "string", "maxLength": 160},
                 },
                 "required": ["op", "fact", "target_ids", "text"],
                 "additionalProperties": False,
@@ -44,6 +45,31 @@ RECONCILE_SCHEMA: dict[str, Any] = {
     "required": ["operations"],
     "additionalProperties": False,
 }
+
+
+def reconcile_schema(n_facts: int, short_ids: list[str]) -> dict[str, Any]:
+    """The schema for one request: exactly one operation per fact, fact numbers in range,
+    target ids among those shown. Constrained decoding (llama.cpp) then cannot produce an
+    unknown id; other providers get the same precise contract."""
+    item = RECONCILE_SCHEMA["properties"]["operations"]["items"]
+    props = dict(item["properties"])
+    props["fact"] = {"type": "integer", "enum": list(range(n_facts))}
+    props["target_ids"] = {
+        "type": "array",
+        "maxItems": min(4, len(short_ids)),
+        "items": {"type": "string", "enum": list(short_ids)},
+    }
+    return {
+        **RECONCILE_SCHEMA,
+        "properties": {
+            "operations": {
+                "type": "array",
+                "minItems": n_facts,
+                "maxItems": n_facts,
+                "items": {**item, "properties": props},
+            }
+        },
+    }
 
 
 class OperationAnswer(BaseModel):
@@ -186,7 +212,7 @@ async def reconcile(
     speakers: Speakers,
     use_guard: bool = True,
     label: str = "",
-    max_tokens: int = 1024,
+    max_tokens: int = 768,
 ) -> Reconciliation:
     """Decide operations for ``facts`` against ``related`` memories. Never raises for a bad
     answer or a provider error: those fall back to ADD-all with the reason (R3)."""
@@ -211,7 +237,7 @@ async def reconcile(
     request = Request.of(
         prompt.messages(),
         max_tokens=max_tokens,
-        json_schema=RECONCILE_SCHEMA,
+        json_schema=reconcile_schema(len(facts), list(short_ids)),
         schema_name="memory_reconcile",
     )
     result = Reconciliation([], [], prompt=prompt, short_ids=short_ids)
