@@ -103,7 +103,17 @@ def cmd_parse_history(args: argparse.Namespace) -> int:
 
 
 #: Sub-command names; anything else as the first argument means ``run``.
-COMMANDS = ("run", "render", "parse-history", "cache", "memory", "datasets")
+COMMANDS = (
+    "run",
+    "render",
+    "parse-history",
+    "cache",
+    "memory",
+    "datasets",
+    "compare",
+    "baseline",
+    "cassette",
+)
 
 
 DEFAULT_CACHE = ".hy_eval/cache.sqlite"
@@ -262,14 +272,10 @@ def cmd_memory_show(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def cmd_run(args: argparse.Namespace) -> int:
-    from hy_eval.harness import RunConfig, RunError, Runner, terminal_summary
+def _run_config(args: argparse.Namespace) -> Any:
+    from hy_eval.harness import RunConfig
 
-    if args.suite is None and args.resume is None:
-        raise UserError("give --suite NAME (for example --suite multi_speaker) or --resume DIR")
-    if args.suite == "history":
-        return cmd_history(args)
-    config = RunConfig(
+    return RunConfig(
         suite=args.suite or "multi_speaker",
         provider=args.provider,
         model=args.model,
@@ -291,9 +297,39 @@ def cmd_run(args: argparse.Namespace) -> int:
         prices=args.prices,
         progress=not args.quiet,
     )
+
+
+def _load_gates(args: argparse.Namespace) -> Any:
+    if not args.gate:
+        return None
+    from hy_eval.harness._gate import GateConfigError, load_gates
+
+    try:
+        return load_gates(args.gate)
+    except GateConfigError as exc:
+        raise UserError(str(exc)) from None
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from hy_eval.harness import RunError, Runner, terminal_summary
+
+    if args.suite is None and args.resume is None:
+        raise UserError("give --suite NAME (for example --suite multi_speaker) or --resume DIR")
+    if args.suite == "history":
+        return cmd_history(args)
+    if args.variants or args.models:
+        return cmd_matrix(args)
+    gates = _load_gates(args)  # a bad gates file fails before any model call
+    config = _run_config(args)
     try:
         run_dir, summary, code = Runner(config).run()
     except RunError as exc:
+        if exc.exit_code == EXIT_CACHE_MISS:
+            raise UserError(
+                f"{exc}. If the prompts or the suite changed on purpose, re-record with: "
+                f"hy-eval cassette record --suite {config.suite} --variant {config.variant}",
+                exc.exit_code,
+            ) from None
         raise UserError(str(exc), exc.exit_code) from None
     print(terminal_summary(summary, run_dir))
     if code == EXIT_PROVIDER:
@@ -303,7 +339,172 @@ def cmd_run(args: argparse.Namespace) -> int:
             f"(tolerance {config.max_error_rate:.1%})",
             file=sys.stderr,
         )
+        return code
+    if gates is not None:
+        return _apply_gates(gates, summary, run_dir, args.baseline)
     return code
+
+
+def _apply_gates(gates: Any, summary: dict[str, Any], run_dir: Path, baseline: str | None) -> int:
+    from hy_eval.harness._compare import CompareError
+    from hy_eval.harness._gate import GateConfigError, evaluate, gate_text
+
+    try:
+        result = evaluate(gates, summary, run_dir, baseline)
+    except (GateConfigError, CompareError) as exc:
+        raise UserError(str(exc)) from None
+    (run_dir / "gates.json").write_text(
+        json.dumps(
+            {
+                "failures": result.failures,
+                "warnings": result.warnings,
+                "comparison": result.comparison,
+            },
+            ensure_ascii=False,
+            indent=1,
+        )
+    )
+    print(gate_text(result), file=sys.stderr if result.failures else sys.stdout)
+    return EXIT_OK if result.ok else EXIT_GATE
+
+
+def cmd_matrix(args: argparse.Namespace) -> int:
+    """Every case under every (model, variant) combination, one sub-folder each, sharing
+    the cache; then each combination compared with the first, Holm-corrected."""
+    import datetime as dt
+
+    from hy_eval.harness import RunError, Runner, terminal_summary
+    from hy_eval.harness._compare import compare, comparison_text, holm, load_run
+    from hy_eval.llm import ConfigError, ModelSpec
+
+    variants = [v for v in (args.variants or args.variant).split(",") if v]
+    try:
+        models = [ModelSpec.parse(m) for m in (args.models or args.provider).split(",") if m]
+    except ConfigError as exc:
+        raise UserError(str(exc)) from None
+    if args.resume:
+        raise UserError("--resume takes a single run folder; resume each combination's folder")
+    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    root = Path(args.out or f"reports/{stamp}-{args.suite}-matrix")
+    combos = []
+    worst = EXIT_OK
+    for spec in models:
+        for variant in variants:
+            sub = argparse.Namespace(**vars(args))
+            sub.provider, sub.model, sub.variant = spec.provider, spec.model or args.model, variant
+            if spec.provider != args.provider:
+                sub.base_url = None
+            name = f"{str(spec).replace(':', '_').replace('/', '_')}--{variant}"
+            sub.out = str(root / name)
+            try:
+                run_dir, summary, code = Runner(_run_config(sub)).run()
+                worst = max(worst, code)
+            except RunError as exc:
+                raise UserError(f"{name}: {exc}", exc.exit_code) from None
+            print(f"== {name}\n{terminal_summary(summary, run_dir)}")
+            combos.append((name, run_dir, summary))
+    base = load_run(combos[0][1])
+    results = [compare(base, load_run(d)) for _, d, _ in combos[1:]]
+    if len(results) > 1:
+        for r, p in zip(results, holm([r["mcnemar"]["p_value"] for r in results]), strict=True):
+            r["p_holm"] = p
+    lines = [
+        "| metric | " + " | ".join(n for n, _, _ in combos) + " |",
+        "|---" * (len(combos) + 1) + "|",
+    ]
+    from hy_eval.harness._scoring import METRICS
+
+    for metric in METRICS:
+        cells = []
+        for _, _, s in combos:
+            v = s["metrics"][metric]["value"]
+            cells.append("n/a" if v is None else f"{v:.3f}")
+        lines.append(f"| {metric} | " + " | ".join(cells) + " |")
+    tokens = [
+        f"{(s['tokens']['input'] + s['tokens']['output']) / max(1, s['cases']):.0f}"
+        for _, _, s in combos
+    ]
+    lines.append("| tokens per case | " + " | ".join(tokens) + " |")
+    text = (
+        "\n".join(lines)
+        + "\n\n"
+        + "\n\n".join("```\n" + comparison_text(r) + "\n```" for r in results)
+    )
+    (root / "matrix.md").write_text(text + "\n", encoding="utf-8")
+    (root / "matrix.json").write_text(
+        json.dumps(
+            {"combinations": [n for n, _, _ in combos], "comparisons": results},
+            ensure_ascii=False,
+            indent=1,
+        ),
+        encoding="utf-8",
+    )
+    print(text)
+    print(f"matrix report: {root / 'matrix.md'}")
+    return worst
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from hy_eval.harness._compare import CompareError, compare, comparison_text, load_run
+
+    try:
+        result = compare(load_run(args.run_a), load_run(args.run_b), common_only=args.common_only)
+    except CompareError as exc:
+        raise UserError(str(exc)) from None
+    print(comparison_text(result))
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, ensure_ascii=False, indent=1))
+    return EXIT_OK
+
+
+def cmd_baseline_bless(args: argparse.Namespace) -> int:
+    from hy_eval.harness._compare import CompareError
+    from hy_eval.harness._gate import GateConfigError, bless
+
+    try:
+        path = bless(args.run_dir, args.out)
+    except (GateConfigError, CompareError) as exc:
+        raise UserError(str(exc)) from None
+    print(f"baseline written: {path}")
+    return EXIT_OK
+
+
+def cmd_cassette_record(args: argparse.Namespace) -> int:
+    """Run the suite with the read-write cache and export the answers it used."""
+    import tempfile
+
+    from hy_eval.harness import RunError, Runner
+    from hy_eval.llm import AnswerCache, export_cassette
+
+    args.cache_mode = "read-write"
+    out_path = Path(
+        args.file or f"tests/cassettes/{args.suite}.{args.variant}.{args.provider}.jsonl"
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        args.out = str(Path(tmp) / "run")
+        runner = Runner(_run_config(args))
+        try:
+            _, summary, code = runner.run()
+        except RunError as exc:
+            raise UserError(str(exc), exc.exit_code) from None
+    if code != EXIT_OK or runner.llm is None:
+        raise UserError("the recording run had provider errors; nothing written", EXIT_PROVIDER)
+    n = export_cassette(AnswerCache(_cache_path(args)), runner.llm.keys_used, out_path)
+    print(f"cassette written: {out_path} ({n} answers, {summary['cases']} cases)")
+    return EXIT_OK
+
+
+def cmd_cassette_import(args: argparse.Namespace) -> int:
+    from hy_eval.llm import AnswerCache, import_cassette
+
+    try:
+        n = import_cassette(args.file, AnswerCache(_cache_path(args)))
+    except FileNotFoundError:
+        raise UserError(f"{args.file}: file not found") from None
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    print(f"imported {n} answers into {_cache_path(args)}")
+    return EXIT_OK
 
 
 def cmd_history(args: argparse.Namespace) -> int:
@@ -384,8 +585,60 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--prices", help="TOML file extending the price table")
     p.add_argument("--quiet", action="store_true", help="no progress output")
+    p.add_argument("--gate", help="gates TOML: fail (exit 1) when a gated metric regresses")
+    p.add_argument("--baseline", help="baseline file (default reports/baselines/<suite>.json)")
+    p.add_argument("--variants", help="matrix run: comma-separated prompt variants")
+    p.add_argument("--models", help="matrix run: local,openai:gpt-4o-mini,anthropic:MODEL")
     add_model_flags(p)
     p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("compare", help="paired comparison of two run folders")
+    p.add_argument("run_a")
+    p.add_argument("run_b")
+    p.add_argument(
+        "--common-only",
+        action="store_true",
+        help="compare the shared case ids even when the datasets differ",
+    )
+    p.add_argument("--json", help="also write the comparison as JSON here")
+    p.set_defaults(func=cmd_compare)
+
+    baseline = sub.add_parser("baseline", help="bless a run as the baseline").add_subparsers(
+        dest="baseline_command", metavar="ACTION", required=True
+    )
+    p = baseline.add_parser("bless", help="write reports/baselines/<suite>.json from a run")
+    p.add_argument("run_dir")
+    p.add_argument("--out", help="baseline path (default reports/baselines/<suite>.json)")
+    p.set_defaults(func=cmd_baseline_bless)
+
+    cassette = sub.add_parser("cassette", help="record or import cached answers").add_subparsers(
+        dest="cassette_command", metavar="ACTION", required=True
+    )
+    p = cassette.add_parser("record", help="run a suite and write the answers it used")
+    p.add_argument("--suite", default="multi_speaker")
+    p.add_argument("--variant", default="default")
+    p.add_argument(
+        "--file", help="cassette path (default tests/cassettes/<suite>.<variant>.<provider>.jsonl)"
+    )
+    for name in (
+        "limit",
+        "filter",
+        "concurrency",
+        "resume",
+        "prices",
+        "gate",
+        "baseline",
+        "variants",
+        "models",
+    ):
+        p.set_defaults(**{name: None})
+    p.set_defaults(no_guard=False, max_error_rate=0.0, quiet=False)
+    add_model_flags(p)
+    p.set_defaults(func=cmd_cassette_record)
+    p = cassette.add_parser("import", help="load a cassette into the answer cache")
+    p.add_argument("file")
+    _add_cache_flag(p)
+    p.set_defaults(func=cmd_cassette_import)
 
     datasets = sub.add_parser("datasets", help="check dataset files").add_subparsers(
         dest="datasets_command", metavar="ACTION", required=True

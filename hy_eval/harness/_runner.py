@@ -151,6 +151,7 @@ def repair_records(path: Path) -> set[str]:
 class Runner:
     def __init__(self, config: RunConfig) -> None:
         self.config = config
+        self.llm: LLMClient | None = None
 
     # -- setting up ------------------------------------------------------------------
 
@@ -258,7 +259,11 @@ class Runner:
             )
         except ConfigError as exc:
             raise RunError(str(exc)) from None
-        prices = PriceTable.load(cfg.prices)
+        self.llm = llm
+        try:
+            prices = PriceTable.load(cfg.prices)
+        except ConfigError as exc:
+            raise RunError(str(exc)) from None
         manifest = self._manifest(suite, prompts, llm, previous)
         _write_json(run_dir / "manifest.json", manifest)
         records = run_dir / "cases.jsonl"

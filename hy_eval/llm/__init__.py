@@ -10,6 +10,7 @@ from hy_eval.llm._base import (
     parse_json_answer,
 )
 from hy_eval.llm._cache import CACHE_MODES, AnswerCache, CacheMiss, CacheMode, cache_key
+from hy_eval.llm._cassette import export_cassette, import_cassette
 from hy_eval.llm._client import CallStats, LLMClient, RetryPolicy
 from hy_eval.llm._openai import ConfigError
 from hy_eval.llm._registry import PROVIDERS, ModelSpec, PriceTable, build_client, make_provider
@@ -33,6 +34,8 @@ __all__ = [
     "Usage",
     "build_client",
     "cache_key",
+    "export_cassette",
+    "import_cassette",
     "make_provider",
     "parse_json_answer",
 ]

@@ -85,6 +85,8 @@ class LLMClient:
         self.retry = retry or RetryPolicy()
         self.options = options or getattr(provider, "key_options", {})
         self.stats = CallStats()
+        #: Keys of every answer this client returned (for cassettes).
+        self.keys_used: set[str] = set()
         self._semaphore: asyncio.Semaphore | None = None
         self._rng = random.Random(0)
 
@@ -110,6 +112,7 @@ class LLMClient:
             hit = self.cache.get(key)
             if hit is not None:
                 self.stats.cache_hits += 1
+                self.keys_used.add(key)
                 self._count_usage(stage, hit.usage)
                 return hit
             if self.cache_mode == "replay-only":
@@ -120,6 +123,7 @@ class LLMClient:
             completion = replace(completion, parsed=parsed, parse_error=error)
         if self.cache is not None:
             self.cache.put(key, fields, completion)
+        self.keys_used.add(key)
         self._count_usage(stage, completion.usage)
         return completion
 

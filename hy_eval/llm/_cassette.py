@@ -1,0 +1,57 @@
+"""Cassettes: cached model answers as a diffable text file (JSON lines, sorted by key),
+so CI can replay a suite with no model and fail when a prompt changes.
+
+``export_cassette`` writes the cache rows of the given keys; ``import_cassette`` loads a
+cassette into a cache file. Rows hold the key fields and the answer, never API keys.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+
+from hy_eval.llm._cache import AnswerCache, cache_key, completion_from_json
+
+
+def export_cassette(cache: AnswerCache, keys: Iterable[str], path: str | Path) -> int:
+    wanted = set(keys)
+    lines = []
+    for key, request, completion in cache.rows():
+        if key in wanted:
+            lines.append(
+                json.dumps(
+                    {
+                        "key": key,
+                        "request": json.loads(request),
+                        "completion": json.loads(completion),
+                    },
+                    ensure_ascii=False,
+                    sort_keys=True,
+                )
+            )
+    missing = wanted - {json.loads(line)["key"] for line in lines}
+    if missing:
+        raise KeyError(f"{len(missing)} answer(s) not in the cache, e.g. {sorted(missing)[0][:16]}")
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return len(lines)
+
+
+def import_cassette(path: str | Path, cache: AnswerCache) -> int:
+    count = 0
+    with Path(path).open(encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+                completion = completion_from_json(json.dumps(row["completion"]))
+                if cache_key(row["request"]) != row["key"]:
+                    raise ValueError("the key does not match the request fields")
+                cache.put(row["key"], row["request"], completion)
+            except (ValueError, KeyError, TypeError) as exc:
+                raise ValueError(f"{path}:{lineno}: not a cassette row ({exc})") from None
+            count += 1
+    return count

@@ -1,0 +1,291 @@
+"""Paired statistics, baselines and gates (E4, E5): hand-computed values, a planted
+regression that fails, a drop too small to be significant that passes with a warning,
+replay-only with a changed prompt, and compare refusing different datasets."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from hy_eval.cli import main
+from hy_eval.harness._compare import (
+    holm,
+    mcnemar_exact,
+    minimum_detectable_effect,
+    paired_difference,
+)
+
+from .scripted_suite import SuiteModel, perfect_extraction
+from .test_run import write_suite
+
+
+def test_mcnemar_exact_against_hand_computed_and_scipy():
+    # 1 case fixed, 9 broken: p = 2 * (C(10,0) + C(10,1)) / 2^10 = 22 / 1024
+    assert mcnemar_exact(1, 9) == pytest.approx(22 / 1024)
+    assert mcnemar_exact(9, 1) == pytest.approx(22 / 1024)
+    assert mcnemar_exact(0, 0) == 1.0 and mcnemar_exact(5, 5) == 1.0
+    for fixed, broken in [(3, 12), (0, 6), (20, 31)]:
+        expected = stats.binomtest(fixed, fixed + broken, 0.5).pvalue
+        assert mcnemar_exact(fixed, broken) == pytest.approx(expected)
+
+
+def test_holm_adjustment():
+    assert holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
+    assert holm([0.5]) == [0.5]
+
+
+def test_paired_bootstrap_contains_the_true_difference():
+    rng = np.random.default_rng(3)
+    n = 5000
+    a = (rng.random(n) < 0.6).astype(float)
+    flip = rng.random(n) < 0.1  # B differs from A on ~10% of cases, mostly for the worse
+    b = np.where(flip, (rng.random(n) < 0.2).astype(float), a)
+    ones = np.ones(n)
+    r = paired_difference(a, ones, b, ones)
+    true = b.mean() - a.mean()
+    assert r["ci"][0] < true < r["ci"][1] and r["diff"] == pytest.approx(true)
+    # Pairing makes the interval much narrower than two independent samples would give.
+    independent = 2 * 1.96 * math.sqrt(a.var() / n + b.var() / n)
+    assert r["ci"][1] - r["ci"][0] < independent / 2
+
+
+def test_minimum_detectable_effect():
+    mde = minimum_detectable_effect(100, 0.5, 0.5, 20)
+    assert mde == pytest.approx((1.959964 + 0.841621) * math.sqrt(0.2 / 100), rel=1e-5)
+    assert minimum_detectable_effect(400, 0.5, 0.5, 80) == pytest.approx(mde / 2)
+
+
+def _run(server, tmp_path, suite_dir, name, *extra):
+    out = tmp_path / name
+    args = [
+        "--suite",
+        str(suite_dir),
+        "--provider",
+        "openai",
+        "--model",
+        "scripted",
+        "--base-url",
+        server.openai_url,
+        "--cache-mode",
+        "off",
+        "--out",
+        str(out),
+        "--quiet",
+        *extra,
+    ]
+    return main(args), out
+
+
+def _broken(case):
+    return {
+        "facts": [
+            {"text": f"John likes coffee #{case.id[-2:].lstrip('0') or '0'}.", "owner": "user"}
+        ],
+        "basic_info": {},
+    }
+
+
+GATES = """
+[metrics.case_pass]
+max_drop = 0.0
+[metrics.attribution_accuracy]
+min = 0.2
+max_drop = 0.0
+"""
+
+
+def test_planted_regression_fails_with_exit_1_naming_metric_and_cases(tmp_path, capsys):
+    suite = write_suite(tmp_path / "toy", 40)
+    gates = tmp_path / "gates.toml"
+    baseline = tmp_path / "baseline.json"
+    gates.write_text(GATES)
+    with SuiteModel(suite.cases) as model:
+        code, good = _run(model.server, tmp_path, tmp_path / "toy", "good")
+        assert code == 0
+    assert main(["baseline", "bless", str(good), "--out", str(baseline)]) == 0
+    data = json.loads(baseline.read_text())
+    assert data["metrics"]["case_pass"] == 1.0 and len(data["cases"]) == 40
+    broken_ids = [c.id for c in suite.cases[:12]]
+    ext = {c.id: (_broken(c) if c.id in broken_ids else perfect_extraction(c)) for c in suite.cases}
+    capsys.readouterr()
+    with SuiteModel(suite.cases, ext) as model:
+        code, bad = _run(
+            model.server,
+            tmp_path,
+            tmp_path / "toy",
+            "bad",
+            "--gate",
+            str(gates),
+            "--baseline",
+            str(baseline),
+        )
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "gate FAILED: case_pass = 0.700 vs baseline 1.000: drop 0.300" in err
+    assert "gate FAILED: attribution_accuracy = 0.700 vs baseline 1.000" in err
+    assert "p = 0.0005" in err  # McNemar: 12 broken, 0 fixed -> 2 / 2^12
+    assert "t-00" in err and "t-11" in err and "t-12" not in err
+    assert json.loads((bad / "gates.json").read_text())["failures"]
+
+
+def test_same_drop_on_too_few_cases_passes_with_a_warning(tmp_path, capsys):
+    suite = write_suite(tmp_path / "toy", 3)
+    gates = tmp_path / "gates.toml"
+    baseline = tmp_path / "baseline.json"
+    gates.write_text(GATES)
+    with SuiteModel(suite.cases) as model:
+        _, good = _run(model.server, tmp_path, tmp_path / "toy", "good")
+    assert main(["baseline", "bless", str(good), "--out", str(baseline)]) == 0
+    ext = {c.id: (_broken(c) if c.id == "t-00" else perfect_extraction(c)) for c in suite.cases}
+    capsys.readouterr()
+    with SuiteModel(suite.cases, ext) as model:
+        code, _ = _run(
+            model.server,
+            tmp_path,
+            tmp_path / "toy",
+            "bad",
+            "--gate",
+            str(gates),
+            "--baseline",
+            str(baseline),
+        )
+    out = capsys.readouterr()
+    assert code == 0
+    assert "gate warning: case_pass = 0.667 vs baseline 1.000" in out.out
+    assert "not significant" in out.out
+
+
+def test_absolute_floor_fails_without_a_baseline(tmp_path, capsys):
+    suite = write_suite(tmp_path / "toy", 4)
+    gates = tmp_path / "gates.toml"
+    gates.write_text(
+        "[metrics.attribution_accuracy]\nmin = 0.9\n[metrics.merge_violation_rate_applied]\nmax = 0.0\n"
+    )
+    ext = {c.id: (_broken(c) if c.id == "t-00" else perfect_extraction(c)) for c in suite.cases}
+    with SuiteModel(suite.cases, ext) as model:
+        code, _ = _run(model.server, tmp_path, tmp_path / "toy", "r", "--gate", str(gates))
+    assert code == 1
+    assert "attribution_accuracy = 0.750" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("[metrics.accuracy]\nmin = 0.5\n", "metrics.accuracy: unknown metric"),
+        ("[metrics.case_pass]\nfloor = 0.5\n", "allowed keys are max, max_drop, max_rise, min"),
+        ("[metrics.case_pass]\nmin = 'high'\n", "thresholds must be numbers"),
+        ("alpha = 2\n[metrics.case_pass]\nmin = 0.1\n", "alpha must be"),
+        ("nonsense = 1\n[metrics.case_pass]\nmin = 0.1\n", "unknown key(s) nonsense"),
+        ("[metrics.case_pass\n", "invalid TOML"),
+        ("", "no [metrics.<name>] gate"),
+    ],
+)
+def test_bad_gates_files_exit_2_before_any_call(tmp_path, capsys, content, message):
+    gates = tmp_path / "g.toml"
+    gates.write_text(content)
+    assert main(["--suite", "multi_speaker", "--gate", str(gates), "--limit", "1"]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_replay_only_with_a_changed_prompt_exits_4(tmp_path, capsys):
+    suite = write_suite(tmp_path / "toy", 2)
+    cache = tmp_path / "cache.sqlite"
+    cassette = tmp_path / "toy.jsonl"
+    with SuiteModel(suite.cases) as model:
+        common = [
+            "--provider",
+            "openai",
+            "--model",
+            "scripted",
+            "--base-url",
+            model.server.openai_url,
+            "--cache",
+            str(cache),
+        ]
+        assert (
+            main(
+                [
+                    "cassette",
+                    "record",
+                    "--suite",
+                    str(tmp_path / "toy"),
+                    "--file",
+                    str(cassette),
+                    *common,
+                ]
+            )
+            == 0
+        )
+        recorded = model.server.count
+        fresh = tmp_path / "fresh.sqlite"
+        assert main(["cassette", "import", str(cassette), "--cache", str(fresh)]) == 0
+        replay = [
+            "--suite",
+            str(tmp_path / "toy"),
+            "--provider",
+            "openai",
+            "--model",
+            "scripted",
+            "--base-url",
+            model.server.openai_url,
+            "--cache",
+            str(fresh),
+            "--cache-mode",
+            "replay-only",
+            "--quiet",
+        ]
+        assert main([*replay, "--out", str(tmp_path / "same")]) == 0
+        capsys.readouterr()
+        # The no_examples variant changes the prompt text: every answer is a miss.
+        assert main([*replay, "--variant", "no_examples", "--out", str(tmp_path / "changed")]) == 4
+        assert model.server.count == recorded  # nothing reached the model in replay-only
+    err = capsys.readouterr().err
+    assert "no cached answer in replay-only mode" in err
+    assert "re-record with: hy-eval cassette record --suite" in err
+    rows = [json.loads(line) for line in cassette.read_text().splitlines()]
+    assert len(rows) == recorded and all("sk-" not in json.dumps(r) for r in rows)
+
+
+def test_compare_refuses_different_datasets(tmp_path, capsys):
+    a_suite = write_suite(tmp_path / "a", 3)
+    b_suite = write_suite(tmp_path / "b", 4)
+    with SuiteModel(a_suite.cases) as model:
+        _, run_a = _run(model.server, tmp_path, tmp_path / "a", "ra")
+    with SuiteModel(b_suite.cases) as model:
+        _, run_b = _run(model.server, tmp_path, tmp_path / "b", "rb")
+    capsys.readouterr()
+    assert main(["compare", str(run_a), str(run_b)]) == 2
+    assert "different datasets" in capsys.readouterr().err
+    assert main(["compare", str(run_a), str(run_b), "--common-only"]) == 0
+    assert "on 3 shared cases" in capsys.readouterr().out
+
+
+def test_matrix_run_over_two_variants(tmp_path, capsys):
+    suite = write_suite(tmp_path / "toy", 3)
+    with SuiteModel(suite.cases) as model:
+        code = main(
+            [
+                "--suite",
+                str(tmp_path / "toy"),
+                "--provider",
+                "openai",
+                "--model",
+                "scripted",
+                "--base-url",
+                model.server.openai_url,
+                "--cache-mode",
+                "off",
+                "--quiet",
+                "--variants",
+                "default,no_examples",
+                "--out",
+                str(tmp_path / "m"),
+            ]
+        )
+    assert code == 0
+    text = (tmp_path / "m" / "matrix.md").read_text()
+    assert "| metric | openai--default | openai--no_examples |" in text
+    assert "| case_pass | 1.000 | 1.000 |" in text
+    assert "McNemar exact p = 1.0000" in text
