@@ -172,6 +172,12 @@ def add_model_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--timeout", type=float, default=120.0, help="seconds per call (default 120)")
     g.add_argument("--retries", type=int, default=4, help="retries per call (default 4)")
     g.add_argument(
+        "--retry-delay",
+        type=float,
+        default=0.5,
+        help="first backoff delay in seconds, doubling per retry (default 0.5)",
+    )
+    g.add_argument(
         "--cache-mode", default="read-write", help="read-write, replay-only, off, refresh"
     )
     _add_cache_flag(g)  # type: ignore[arg-type]
@@ -293,6 +299,7 @@ def _run_config(args: argparse.Namespace) -> Any:
         guard=not args.no_guard,
         timeout=args.timeout,
         retries=args.retries,
+        retry_base_delay=args.retry_delay,
         max_error_rate=args.max_error_rate,
         prices=args.prices,
         progress=not args.quiet,

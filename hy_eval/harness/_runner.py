@@ -60,6 +60,8 @@ class RunConfig:
     guard: bool = True
     timeout: float = 120.0
     retries: int = 4
+    #: First backoff delay in seconds (doubles per retry); tests shorten it.
+    retry_base_delay: float = 0.5
     max_error_rate: float = 0.1
     prices: str | None = None
     progress: bool = True
@@ -256,6 +258,7 @@ class Runner:
                 concurrency=cfg.concurrency,
                 timeout=cfg.timeout,
                 retries=cfg.retries,
+                retry_base_delay=cfg.retry_base_delay,
             )
         except ConfigError as exc:
             raise RunError(str(exc)) from None

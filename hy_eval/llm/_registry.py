@@ -54,6 +54,7 @@ def build_client(
     concurrency: int | None = None,
     timeout: float = 120.0,
     retries: int = 4,
+    retry_base_delay: float = 0.5,
 ) -> LLMClient:
     """A provider wrapped in an ``LLMClient`` with its cache. Raises ``ConfigError``."""
     from hy_eval.llm._cache import CACHE_MODES, AnswerCache
@@ -71,7 +72,7 @@ def build_client(
         cache_mode=cache_mode,  # type: ignore[arg-type]
         concurrency=concurrency,
         timeout=timeout,
-        retry=RetryPolicy(max_retries=retries),
+        retry=RetryPolicy(max_retries=retries, base_delay=retry_base_delay),
     )
 
 

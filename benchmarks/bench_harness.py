@@ -1,0 +1,231 @@
+"""Harness benchmarks: throughput against the floor, cached re-run, memory, start-up.
+
+    python benchmarks/bench_harness.py throughput [--cases 1000] [--concurrency 32] [--delay 0.1]
+    python benchmarks/bench_harness.py memory [--small 1000] [--large 10000]
+    python benchmarks/bench_harness.py startup
+
+Cases are generated from the real suites by renaming speakers. The loopback server answers
+every call after a fixed delay with one valid scripted answer per stage, so the model costs
+nothing but the delay. Every figure is measured in one run and printed with its ratio;
+nothing is asserted (these machines are shared and noisy).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import re
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+EXTRACT = json.dumps(
+    {"facts": [{"text": "The user likes coffee.", "owner": "user"}], "basic_info": {}}
+)
+RECONCILE = json.dumps({"operations": [{"op": "ADD", "fact": 0, "target_ids": [], "text": ""}]})
+
+
+def make_server(delay: float):  # type: ignore[no-untyped-def]
+    from hy_eval.llm.loopback import LoopbackServer, Reply, openai_completion
+
+    bodies = {
+        "memory_extraction": openai_completion(EXTRACT),
+        "memory_reconcile": openai_completion(RECONCILE),
+        None: openai_completion("{}"),
+    }
+
+    def script(req):  # type: ignore[no-untyped-def]
+        rf = (req.body or {}).get("response_format") or {}
+        name = (rf.get("json_schema") or {}).get("name")
+        return Reply(body=bodies.get(name, bodies[None]), delay=delay)
+
+    return LoopbackServer(script)
+
+
+def generate_suite(folder: Path, n: int) -> Path:
+    """``n`` cases from the shipped suite, speakers renamed per copy (ids made unique)."""
+    from hy_eval.harness import load_suite
+
+    source = load_suite("multi_speaker")
+    folder.mkdir(parents=True, exist_ok=True)
+    out = folder / "generated.jsonl"
+    with out.open("w", encoding="utf-8") as fh:
+        for k in range(n):
+            case = source.cases[k % len(source.cases)]
+            text = case.model_dump_json(exclude_none=True)
+            copy = k // len(source.cases)
+            if copy:
+                for name in sorted(case.named_speakers, key=len, reverse=True):
+                    text = re.sub(rf"(?<![\w]){re.escape(name)}(?![\w])", f"{name}{copy}", text)
+            data = json.loads(text)
+            data["id"] = f"{case.id}-{k}"
+            fh.write(json.dumps(data, ensure_ascii=False) + "\n")
+    return folder
+
+
+async def bare_loop(url: str, calls: int, concurrency: int) -> float:
+    import openai
+
+    client = openai.AsyncOpenAI(api_key="bench", base_url=url, max_retries=0)
+    sem = asyncio.Semaphore(concurrency)
+
+    async def one(i: int) -> None:
+        async with sem:
+            await client.chat.completions.create(
+                model="bench", messages=[{"role": "user", "content": f"bare {i}"}], max_tokens=100
+            )
+
+    started = time.perf_counter()
+    await asyncio.gather(*(one(i) for i in range(calls)))
+    elapsed = time.perf_counter() - started
+    await client.close()
+    return elapsed
+
+
+def run_harness(suite: Path, url: str, cache: Path, out: Path, concurrency: int, mode: str):  # type: ignore[no-untyped-def]
+    from hy_eval.harness import RunConfig, Runner
+
+    cfg = RunConfig(
+        suite=str(suite),
+        provider="openai",
+        model="bench",
+        base_url=url,
+        api_key="bench",
+        cache_mode=mode,
+        cache_path=str(cache),
+        out=str(out),
+        progress=False,
+        concurrency=concurrency,
+    )
+    started = time.perf_counter()
+    _, summary, _ = Runner(cfg).run()
+    return time.perf_counter() - started, summary
+
+
+def throughput(args: argparse.Namespace) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        suite = generate_suite(Path(tmp) / "bench", args.cases)
+        with make_server(args.delay) as server:
+            cache = Path(tmp) / "cache.sqlite"
+            wall, summary = run_harness(
+                suite, server.openai_url, cache, Path(tmp) / "run1", args.concurrency, "read-write"
+            )
+            calls = server.count
+            floor = asyncio.run(bare_loop(server.openai_url, calls, args.concurrency))
+            before = server.count
+            cached_wall, _ = run_harness(
+                suite, server.openai_url, cache, Path(tmp) / "run2", args.concurrency, "read-write"
+            )
+            cached_requests = server.count - before
+    ideal = calls * args.delay / args.concurrency
+    print(
+        f"{args.cases} cases, {calls} calls, concurrency {args.concurrency}, "
+        f"server delay {args.delay * 1000:.0f} ms"
+    )
+    print(f"{'what':<34}{'seconds':>9}{'x ideal':>9}{'x floor':>9}")
+    for name, secs in (
+        ("ideal (calls*delay/concurrency)", ideal),
+        ("floor: bare AsyncOpenAI loop", floor),
+        ("whole harness, uncached", wall),
+        ("whole harness, all cached", cached_wall),
+    ):
+        print(f"{name:<34}{secs:>9.2f}{secs / ideal:>9.2f}{secs / floor:>9.2f}")
+    print(f"RATIO harness/floor = {wall / floor:.3f} (target <= 1.25)")
+    print(
+        f"RATIO cached/uncached = {cached_wall / wall:.3%} (target <= 5%); "
+        f"requests during the cached run: {cached_requests} (target 0)"
+    )
+    print(f"harness CPU per case: {summary['wall_s'] / args.cases * 1000:.1f} ms wall per case")
+
+
+def _rss_child(suite: str, url: str, out: str) -> None:
+    from hy_eval.harness import RunConfig, Runner
+
+    cfg = RunConfig(
+        suite=suite,
+        provider="openai",
+        model="bench",
+        base_url=url,
+        api_key="b",
+        cache_mode="off",
+        out=out,
+        progress=False,
+        concurrency=32,
+    )
+    Runner(cfg).run()
+    print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+
+
+def memory(args: argparse.Namespace) -> None:
+    peaks = {}
+    with tempfile.TemporaryDirectory() as tmp, make_server(0.0) as server:
+        for n in (args.small, args.large):
+            suite = generate_suite(Path(tmp) / f"s{n}", n)
+            started = time.perf_counter()
+            proc = subprocess.run(
+                [
+                    sys.executable,
+                    __file__,
+                    "_rss",
+                    str(suite),
+                    server.openai_url,
+                    str(Path(tmp) / f"run{n}"),
+                ],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            peaks[n] = int(proc.stdout.strip().splitlines()[-1]) / 1024
+            print(
+                f"{n:>6} cases: peak RSS {peaks[n]:.0f} MiB, {time.perf_counter() - started:.0f} s"
+            )
+    print(
+        f"RATIO peak RSS {args.large}/{args.small} = {peaks[args.large] / peaks[args.small]:.2f} "
+        "(target <= 1.5)"
+    )
+
+
+def startup(_args: argparse.Namespace) -> None:
+    times = []
+    for _ in range(5):
+        started = time.perf_counter()
+        subprocess.run(
+            [sys.executable, str(ROOT / "run_eval.py"), "--help"], capture_output=True, check=True
+        )
+        times.append(time.perf_counter() - started)
+    print(
+        f"python run_eval.py --help: best {min(times):.3f} s, median "
+        f"{sorted(times)[2]:.3f} s of 5 (target < 1 s)"
+    )
+
+
+def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "_rss":
+        _rss_child(*sys.argv[2:5])
+        return
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="what", required=True)
+    p = sub.add_parser("throughput")
+    p.add_argument("--cases", type=int, default=1000)
+    p.add_argument("--concurrency", type=int, default=32)
+    p.add_argument("--delay", type=float, default=0.1)
+    p.set_defaults(func=throughput)
+    p = sub.add_parser("memory")
+    p.add_argument("--small", type=int, default=1000)
+    p.add_argument("--large", type=int, default=10000)
+    p.set_defaults(func=memory)
+    p = sub.add_parser("startup")
+    p.set_defaults(func=startup)
+    args = ap.parse_args()
+    args.func(args)
+
+
+if __name__ == "__main__":
+    main()
