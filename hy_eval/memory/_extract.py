@@ -19,11 +19,11 @@ EXTRACTION_SCHEMA: dict[str, Any] = {
     "properties": {
         "facts": {
             "type": "array",
-            "maxItems": 10,
+            "maxItems": 8,
             "items": {
                 "type": "object",
                 "properties": {
-                    "text": {"type": "string", "maxLength": 160},
+                    "text": {"type": "string", "maxLength": 120},
                     "owner": {"type": "string", "enum": ["user", "agent"]},
                 },
                 "required": ["text", "owner"],

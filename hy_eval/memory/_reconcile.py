@@ -35,7 +35,7 @@ RECONCILE_SCHEMA: dict[str, Any] = {
                     "op": {"type": "string", "enum": list(OPS)},
                     "fact": {"type": "integer"},
                     "target_ids": {"type": "array", "maxItems": 4, "items": {"type": "string"}},
-                    "text": {"type": "string", "maxLength": 160},
+                    "text": {"type": "string", "maxLength": 120},
                 },
                 "required": ["op", "fact", "target_ids", "text"],
                 "additionalProperties": False,
