@@ -301,6 +301,9 @@ def _run_config(args: argparse.Namespace) -> Any:
         retries=args.retries,
         retry_base_delay=args.retry_delay,
         max_error_rate=args.max_error_rate,
+        repeats=getattr(args, "repeats", 1),
+        temperature=getattr(args, "temperature", 0.0),
+        pass_k=getattr(args, "pass_k", None),
         prices=args.prices,
         progress=not args.quiet,
     )
@@ -594,6 +597,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="no progress output")
     p.add_argument("--gate", help="gates TOML: fail (exit 1) when a gated metric regresses")
     p.add_argument("--baseline", help="baseline file (default reports/baselines/<suite>.json)")
+    p.add_argument(
+        "--repeats",
+        type=int,
+        default=1,
+        help="run each case N times (distinct cache keys; use --temperature > 0)",
+    )
+    p.add_argument(
+        "--temperature", type=float, default=0.0, help="sampling temperature (default 0)"
+    )
+    p.add_argument(
+        "--pass-k",
+        type=int,
+        help="with --repeats: a case passes when K of its N repeats pass (default N)",
+    )
     p.add_argument("--variants", help="matrix run: comma-separated prompt variants")
     p.add_argument("--models", help="matrix run: local,openai:gpt-4o-mini,anthropic:MODEL")
     add_model_flags(p)

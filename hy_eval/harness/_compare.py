@@ -62,12 +62,22 @@ def load_run(run_dir: str | Path) -> RunOutcomes:
         raise CompareError(f"{path}: not a run folder (no manifest.json)")
     manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
     counts: dict[str, dict[str, tuple[float, float]]] = {}
-    passed: dict[str, bool] = {}
+    passes: dict[str, list[bool]] = {}
     outputs: dict[str, dict[str, Any]] = {}
     for rec in read_records(path / "cases.jsonl"):
-        counts[rec["id"]] = {m: (v[0], v[1]) for m, v in rec["score"]["counts"].items()}
-        passed[rec["id"]] = bool(rec["score"]["passed"])
-        outputs[rec["id"]] = outputs_of(rec)
+        cid = rec["id"]
+        mine = counts.setdefault(cid, {})
+        for m, (num, den) in rec["score"]["counts"].items():
+            old = mine.get(m, (0.0, 0.0))
+            mine[m] = (old[0] + num, old[1] + den)
+        passes.setdefault(cid, []).append(bool(rec["score"]["passed"]))
+        if rec.get("repeat", 0) == 0:
+            outputs[cid] = outputs_of(rec)
+    k = manifest["params"].get("pass_k")
+    # k of n repeats must pass (default all); without repeats that is the case's own verdict.
+    passed = {cid: sum(p) >= (k or len(p)) for cid, p in passes.items()}
+    for cid, ok in passed.items():
+        counts[cid]["case_pass"] = (float(ok), 1.0)
     label = f"{manifest['provider']}:{manifest['model']}/{manifest['params']['variant']}"
     return RunOutcomes(label, manifest["dataset_hash"], counts, passed, outputs, manifest)
 

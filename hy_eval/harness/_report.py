@@ -34,8 +34,15 @@ HEADLINE = (
 DRILLDOWN_LIMIT = 1000
 
 
-def counts_table(records_path: Path, wanted: set[str] | None = None) -> Any:
-    """One row per case: id, lang, rules, tags and ``<metric>_num``/``<metric>_den``."""
+def counts_table(
+    records_path: Path, wanted: set[str] | None = None, pass_k: int | None = None
+) -> Any:
+    """One row per case: id, lang, rules, tags and ``<metric>_num``/``<metric>_den``.
+
+    With repeats, a case's counts are summed over its repeats (so the bootstrap resamples
+    cases, not repeats) and it passes when at least ``pass_k`` repeats pass (default:
+    all of them); ``runs`` and ``passes`` say how many ran and passed.
+    """
     import pandas as pd
 
     rows = []
@@ -44,6 +51,7 @@ def counts_table(records_path: Path, wanted: set[str] | None = None) -> Any:
             continue
         row: dict[str, Any] = {
             "id": rec["id"],
+            "repeat": rec.get("repeat", 0),
             "lang": rec["lang"],
             "rules": rec["rules"],
             "tags": rec["tags"],
@@ -54,7 +62,49 @@ def counts_table(records_path: Path, wanted: set[str] | None = None) -> Any:
             row[f"{metric}_num"] = num
             row[f"{metric}_den"] = den
         rows.append(row)
-    return pd.DataFrame(rows)
+    df = pd.DataFrame(rows)
+    if df.empty or df["repeat"].max() == 0:
+        if not df.empty:
+            df["runs"], df["passes"] = 1, df["passed"].astype(int)
+        return df
+    sums = {c: "sum" for c in df.columns if c.endswith(("_num", "_den"))}
+    agg = df.groupby("id", sort=False).agg(
+        {
+            "lang": "first",
+            "rules": "first",
+            "tags": "first",
+            "repeat": "count",
+            "passed": "sum",
+            **sums,
+        }
+    )
+    agg = agg.rename(columns={"repeat": "runs", "passed": "passes"}).reset_index()
+    k = agg["runs"] if pass_k is None else pass_k
+    agg["passed"] = agg["passes"] >= k
+    agg["case_pass_num"] = agg["passed"].astype(int)
+    agg["case_pass_den"] = 1
+    return agg
+
+
+def repeat_spread(records_path: Path, wanted: set[str] | None) -> dict[str, Any]:
+    """Each metric computed per repeat index, and its spread across repeats."""
+    totals: dict[int, dict[str, list[float]]] = {}
+    for rec in read_records(records_path):
+        if wanted is not None and rec["id"] not in wanted:
+            continue
+        per = totals.setdefault(rec.get("repeat", 0), {m: [0.0, 0.0] for m in METRICS})
+        for m in METRICS:
+            num, den = rec["score"]["counts"].get(m, (0, 0))
+            per[m][0] += num
+            per[m][1] += den
+    out: dict[str, Any] = {}
+    for m in METRICS:
+        values = [t[m][0] / t[m][1] for _, t in sorted(totals.items()) if t[m][1] > 0]
+        if values:
+            mean = sum(values) / len(values)
+            std = (sum((v - mean) ** 2 for v in values) / len(values)) ** 0.5
+            out[m] = {"per_repeat": values, "min": min(values), "max": max(values), "std": std}
+    return out
 
 
 def metrics_of(df: Any) -> dict[str, Any]:
@@ -88,9 +138,11 @@ def write_reports(
     call_stats: dict[str, Any],
     wall_s: float,
     wanted: set[str] | None = None,
+    *,
+    pass_k: int | None = None,
 ) -> dict[str, Any]:
     records = run_dir / "cases.jsonl"
-    df = counts_table(records, wanted)
+    df = counts_table(records, wanted, pass_k)
     if df.empty:
         summary: dict[str, Any] = {
             "cases": 0,
@@ -124,6 +176,15 @@ def write_reports(
         "wall_s": round(wall_s, 3),
         "failed_cases": sorted(df.loc[~df["passed"], "id"].tolist()),
     }
+    if int(df["runs"].max()) > 1:
+        flaky = df[(df["passes"] > 0) & (df["passes"] < df["runs"])]
+        summary["repeats"] = {
+            "n": int(df["runs"].max()),
+            "k": pass_k or int(df["runs"].max()),
+            "pass_rate": float(df["passes"].sum() / df["runs"].sum()),
+            "flaky_cases": sorted(flaky["id"].tolist()),
+            "spread": repeat_spread(records, wanted),
+        }
     _write_json(run_dir / "summary.json", summary)
     plots = write_plots(run_dir, summary)
     (run_dir / "report.md").write_text(markdown_report(summary, run_dir), encoding="utf-8")
@@ -200,6 +261,13 @@ def terminal_summary(summary: dict[str, Any], run_dir: Path) -> str:
             continue
         ci = f"[{e['ci'][0]:.3f}, {e['ci'][1]:.3f}]"
         rows.append(f"{name:<{width}}  {e['value']:>7.3f}  {ci}  {e['n']:>5}")
+    rep = summary.get("repeats")
+    if rep:
+        flaky = ", ".join(rep["flaky_cases"][:10]) or "none"
+        rows.append(
+            f"repeats: {rep['n']} per case, a case passes with {rep['k']} of {rep['n']}; "
+            f"pass rate over all runs {rep['pass_rate']:.3f}; flaky: {flaky}"
+        )
     rows.append(
         f"{summary['cases']} cases, {summary['passed']} passed; report: {run_dir / 'report.html'}"
     )

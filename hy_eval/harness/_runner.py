@@ -65,9 +65,25 @@ class RunConfig:
     max_error_rate: float = 0.1
     prices: str | None = None
     progress: bool = True
+    #: Run each case this many times (distinct cache keys per repeat).
+    repeats: int = 1
+    temperature: float = 0.0
+    #: A case passes when at least this many of its repeats pass (default: all).
+    pass_k: int | None = None
 
     #: Fields that define a run's results; a resume must not change them.
-    IDENTITY = ("suite", "provider", "model", "base_url", "structured", "variant", "guard")
+    IDENTITY = (
+        "suite",
+        "provider",
+        "model",
+        "base_url",
+        "structured",
+        "variant",
+        "guard",
+        "repeats",
+        "temperature",
+        "pass_k",
+    )
 
     def params(self) -> dict[str, Any]:
         d = {k: v for k, v in self.__dict__.items() if k not in ("api_key", "progress")}
@@ -121,8 +137,13 @@ def read_records(path: Path) -> Iterator[dict[str, Any]]:
             yield json.loads(line)
 
 
+def record_key(rec: dict[str, Any]) -> str:
+    """A record's identity: the case id, and the repeat index when there are repeats."""
+    return f"{rec['id']}#{rec.get('repeat', 0)}"
+
+
 def repair_records(path: Path) -> set[str]:
-    """Drop a torn last line and duplicate ids; return the ids of finished cases."""
+    """Drop a torn last line and duplicate records; return the keys of finished ones."""
     if not path.exists():
         return set()
     seen: set[str] = set()
@@ -138,10 +159,10 @@ def repair_records(path: Path) -> set[str]:
             except json.JSONDecodeError:
                 changed = True
                 continue
-            if rec["id"] in seen:
+            if record_key(rec) in seen:
                 changed = True
                 continue
-            seen.add(rec["id"])
+            seen.add(record_key(rec))
             keep.append(line)
     if changed:
         tmp = path.with_suffix(".jsonl.tmp")
@@ -271,11 +292,18 @@ class Runner:
         _write_json(run_dir / "manifest.json", manifest)
         records = run_dir / "cases.jsonl"
         done = repair_records(records)
-        todo = [c for c in cases if c.id not in done]
+        if cfg.repeats < 1 or (cfg.pass_k is not None and not 1 <= cfg.pass_k <= cfg.repeats):
+            raise RunError("--repeats must be at least 1 and --pass-k between 1 and --repeats")
+        todo = [(c, r) for r in range(cfg.repeats) for c in cases if f"{c.id}#{r}" not in done]
         print(
             f"hy-eval: {suite.name}: {len(cases)} cases ({len(done)} already done), "
             f"provider {llm.provider.name}, model {llm.provider.model}, variant {cfg.variant}, "
-            f"cache {cfg.cache_mode}",
+            f"cache {cfg.cache_mode}"
+            + (
+                f", {cfg.repeats} repeats at temperature {cfg.temperature:g}"
+                if cfg.repeats > 1
+                else ""
+            ),
             file=sys.stderr,
         )
         started = time.perf_counter()
@@ -293,7 +321,9 @@ class Runner:
             raise
         wall = time.perf_counter() - started
         wanted = {c.id for c in cases}
-        summary = write_reports(run_dir, manifest, llm.stats.as_dict(), wall, wanted)
+        summary = write_reports(
+            run_dir, manifest, llm.stats.as_dict(), wall, wanted, pass_k=cfg.pass_k
+        )
         if miss is not None:
             raise RunError(str(miss), exit_code=4)
         manifest["finished"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
@@ -304,7 +334,7 @@ class Runner:
 
     async def _run_cases(
         self,
-        cases: list[Case],
+        cases: list[tuple[Case, int]],
         llm: LLMClient,
         prompts: PromptLibrary,
         prices: PriceTable,
@@ -312,19 +342,27 @@ class Runner:
         already: int,
     ) -> None:
         progress = _Progress(len(cases) + already, already, llm, enabled=self.config.progress)
-        queue: asyncio.Queue[Case] = asyncio.Queue()
-        for case in cases:
-            queue.put_nowait(case)
+        queue: asyncio.Queue[tuple[Case, int]] = asyncio.Queue()
+        for item in cases:
+            queue.put_nowait(item)
         workers = max(1, min(llm.concurrency, len(cases)))
         fh = records.open("a", encoding="utf-8")
 
         async def worker() -> None:
             while True:
                 try:
-                    case = queue.get_nowait()
+                    case, repeat = queue.get_nowait()
                 except asyncio.QueueEmpty:
                     return
-                record = await run_case(case, llm, prompts, prices, self.config.guard)
+                record = await run_case(
+                    case,
+                    llm,
+                    prompts,
+                    prices,
+                    self.config.guard,
+                    repeat=repeat,
+                    temperature=self.config.temperature,
+                )
                 fh.write(json.dumps(record, ensure_ascii=False) + "\n")
                 fh.flush()
                 progress.advance(record)
@@ -390,7 +428,14 @@ class _Progress:
 
 
 async def run_case(
-    case: Case, llm: LLMClient, prompts: PromptLibrary, prices: PriceTable, guard: bool
+    case: Case,
+    llm: LLMClient,
+    prompts: PromptLibrary,
+    prices: PriceTable,
+    guard: bool,
+    *,
+    repeat: int = 0,
+    temperature: float = 0.0,
 ) -> dict[str, Any]:
     """One case through a fresh in-memory store: seed history and existing memories, add
     the conversation, score. A provider error marks the case failed; a replay-only cache
@@ -402,10 +447,11 @@ async def run_case(
             store.add_l1_raw(case.user_id, render_conversation(normalise_messages(case.history)))
         for mem in case.existing:
             existing_ids[mem.id] = store.insert(case.user_id, mem.text, mem.owner, "seed")
-    client = MemoryClient(llm, store, prompts, guard=guard)
+    client = MemoryClient(llm, store, prompts, guard=guard, temperature=temperature)
     started = time.perf_counter()
     record: dict[str, Any] = {
         "id": case.id,
+        "repeat": repeat,
         "lang": case.lang,
         "rules": case.rules,
         "tags": case.tags,
@@ -419,7 +465,10 @@ async def run_case(
     }
     outcome = Outcome(existing_ids=existing_ids)
     try:
-        result = await client.add(case.messages, case.user_id, system=case.system, label=case.id)
+        label = case.id if repeat == 0 else f"{case.id} repeat {repeat}"
+        result = await client.add(
+            case.messages, case.user_id, system=case.system, label=label, repeat=repeat
+        )
     except ProviderError as exc:
         outcome.error = f"{exc.kind}: {exc}"
         record.update(status="error", error=outcome.error)

@@ -73,6 +73,7 @@ class MemoryClient:
         history_limit: int = 500,
         history_turns: int = 3,
         top_k: int = 5,
+        temperature: float = 0.0,
     ) -> None:
         self.llm = llm
         self.store = store or MemoryStore()
@@ -81,6 +82,7 @@ class MemoryClient:
         self.history_limit = history_limit
         self.history_turns = history_turns
         self.top_k = top_k
+        self.temperature = temperature
 
     async def add(
         self,
@@ -90,9 +92,11 @@ class MemoryClient:
         *,
         system: Any = None,
         label: str = "",
+        repeat: int = 0,
     ) -> AddResult:
         """Extract facts from ``messages``, reconcile them and store everything.
 
+        ``repeat`` separates repeated samples of the same conversation in the answer cache.
         Raises ``MessageError`` for bad input and ``ProviderError``/``CacheMiss`` when the
         extraction call fails; nothing is written in either case (M7).
         """
@@ -117,6 +121,8 @@ class MemoryClient:
             user_name=user.name,
             named_speakers=list(speakers.named),
             label=label,
+            temperature=self.temperature,
+            repeat=repeat,
         )
         related: dict[int, Memory] = {}
         for fact in extraction.facts:
@@ -131,6 +137,8 @@ class MemoryClient:
             speakers=speakers,
             use_guard=self.guard,
             label=label,
+            temperature=self.temperature,
+            repeat=repeat,
         )
         result = AddResult(
             user_id=user_id,

@@ -143,6 +143,8 @@ async def extract(
     named_speakers: list[str],
     label: str = "",
     max_tokens: int = 768,
+    temperature: float = 0.0,
+    repeat: int = 0,
 ) -> Extraction:
     """Run the extraction stage. Provider errors propagate (nothing is stored then)."""
     prompt = prompts.render(
@@ -159,6 +161,8 @@ async def extract(
     request = Request.of(
         prompt.messages(),
         max_tokens=max_tokens,
+        temperature=temperature,
+        repeat=repeat,
         json_schema=EXTRACTION_SCHEMA,
         schema_name="memory_extraction",
     )

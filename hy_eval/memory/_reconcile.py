@@ -213,6 +213,8 @@ async def reconcile(
     use_guard: bool = True,
     label: str = "",
     max_tokens: int = 768,
+    temperature: float = 0.0,
+    repeat: int = 0,
 ) -> Reconciliation:
     """Decide operations for ``facts`` against ``related`` memories. Never raises for a bad
     answer or a provider error: those fall back to ADD-all with the reason (R3)."""
@@ -237,6 +239,8 @@ async def reconcile(
     request = Request.of(
         prompt.messages(),
         max_tokens=max_tokens,
+        temperature=temperature,
+        repeat=repeat,
         json_schema=reconcile_schema(len(facts), list(short_ids)),
         schema_name="memory_reconcile",
     )
