@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hy_eval._toml import read_toml
 from hy_eval.harness._compare import RunOutcomes, compare, load_run
 from hy_eval.harness._scoring import ACCURACY_METRICS, METRICS
 
@@ -57,16 +57,7 @@ class GateResult:
 
 
 def load_gates(path: str | Path) -> Gates:
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover
-        import tomli as tomllib
-    try:
-        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise GateConfigError(f"{path}: gates file not found") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise GateConfigError(f"{path}: invalid TOML: {exc}") from None
+    data = read_toml(path, "gates file", GateConfigError)
     unknown_top = set(data) - {"baseline", "alpha", "metrics"}
     if unknown_top:
         raise GateConfigError(f"{path}: unknown key(s) {', '.join(sorted(unknown_top))}")

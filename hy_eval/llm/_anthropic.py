@@ -12,8 +12,15 @@ import json
 import os
 from typing import Any
 
-from hy_eval.llm._base import Completion, ProviderError, Request, Usage, parse_json_answer
-from hy_eval.llm._openai import ConfigError, _short, retry_after_seconds
+from hy_eval.llm._base import (
+    Completion,
+    ProviderError,
+    Request,
+    Usage,
+    parse_json_answer,
+    sdk_error,
+)
+from hy_eval.llm._openai import ConfigError
 
 DEFAULT_ANTHROPIC_MODEL = "claude-3-5-haiku-latest"
 
@@ -76,31 +83,8 @@ class AnthropicProvider:
         body = to_anthropic_request(request, self.model)
         try:
             resp = await self._client.messages.create(**body, timeout=timeout)
-        except anthropic.APITimeoutError as exc:
-            raise ProviderError("timeout", f"anthropic: timed out: {exc}") from None
-        except anthropic.APIConnectionError as exc:
-            raise ProviderError("connection", f"anthropic: connection error: {exc}") from None
-        except anthropic.APIStatusError as exc:
-            status = exc.status_code
-            kind = (
-                "rate_limit"
-                if status == 429
-                else "server"
-                if status >= 500
-                else "auth"
-                if status in (401, 403)
-                else "bad_request"
-            )
-            raise ProviderError(
-                kind,  # type: ignore[arg-type]
-                f"anthropic: HTTP {status}: {_short(exc.message)}",
-                status=status,
-                retry_after=retry_after_seconds(exc.response.headers),
-            ) from None
-        except anthropic.APIResponseValidationError as exc:
-            raise ProviderError("server", f"anthropic: malformed response: {exc}") from None
-        except ValueError as exc:  # the SDK lets a body that is not JSON through as-is
-            raise ProviderError("server", f"anthropic: malformed response body: {exc}") from None
+        except (anthropic.APIError, ValueError) as exc:
+            raise sdk_error("anthropic", anthropic, exc) from None
         if isinstance(resp, str) or not hasattr(resp, "content"):
             raise ProviderError("server", "anthropic: malformed response body (not a message)")
         texts: list[str] = []

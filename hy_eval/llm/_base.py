@@ -107,6 +107,59 @@ class Provider(Protocol):
     async def aclose(self) -> None: ...
 
 
+def retry_after_seconds(headers: Any) -> float | None:
+    """``Retry-After`` in seconds (numeric form; ``retry-after-ms`` is preferred when sent)."""
+    if headers is None:
+        return None
+    ms = headers.get("retry-after-ms")
+    if ms is not None:
+        try:
+            return float(ms) / 1000.0
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        return None  # an HTTP date: fall back to exponential backoff
+
+
+def short_text(text: str, limit: int = 200) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def sdk_error(vendor: str, sdk: Any, exc: BaseException) -> ProviderError:
+    """Map an exception of the ``openai`` or ``anthropic`` SDK (their error classes share
+    names and meaning) to a ``ProviderError`` whose kind decides the retry."""
+    if isinstance(exc, sdk.APITimeoutError):
+        return ProviderError("timeout", f"{vendor}: timed out: {exc}")
+    if isinstance(exc, sdk.APIConnectionError):
+        return ProviderError("connection", f"{vendor}: connection error: {exc}")
+    if isinstance(exc, sdk.APIStatusError):
+        status = int(exc.status_code)
+        kind: ErrorKind = (
+            "rate_limit"
+            if status == 429
+            else "server"
+            if status >= 500
+            else "auth"
+            if status in (401, 403)
+            else "bad_request"
+        )
+        return ProviderError(
+            kind,
+            f"{vendor}: HTTP {status}: {short_text(exc.message)}",
+            status=status,
+            retry_after=retry_after_seconds(exc.response.headers),
+        )
+    # A body that is not JSON: the SDK raises a validation error or lets json's
+    # ValueError through. A proxy glitch as far as we can tell: retried like a 5xx.
+    return ProviderError("server", f"{vendor}: malformed response body: {exc}")
+
+
 _FENCE_RE = re.compile(r"^\s*```(?:json|JSON)?\s*\n(.*?)\n\s*```\s*$", re.DOTALL)
 _THINK_RE = re.compile(r"^\s*<think>.*?</think>", re.DOTALL)
 

@@ -6,7 +6,14 @@ from __future__ import annotations
 import os
 from typing import Any, Literal
 
-from hy_eval.llm._base import Completion, ProviderError, Request, Usage, parse_json_answer
+from hy_eval.llm._base import (
+    Completion,
+    ProviderError,
+    Request,
+    Usage,
+    parse_json_answer,
+    sdk_error,
+)
 
 StructuredMode = Literal["json_schema", "json_object", "text"]
 DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
@@ -39,25 +46,6 @@ def to_openai_request(request: Request, model: str, structured: StructuredMode) 
         elif structured == "json_object":
             body["response_format"] = {"type": "json_object"}
     return body
-
-
-def retry_after_seconds(headers: Any) -> float | None:
-    """``Retry-After`` in seconds (numeric form; ``retry-after-ms`` is preferred when sent)."""
-    if headers is None:
-        return None
-    ms = headers.get("retry-after-ms")
-    if ms is not None:
-        try:
-            return float(ms) / 1000.0
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return float(value)
-    except ValueError:
-        return None  # an HTTP date: fall back to exponential backoff
 
 
 class OpenAIProvider:
@@ -104,31 +92,8 @@ class OpenAIProvider:
             resp = await self._client.chat.completions.create(
                 **body, extra_body=extra, timeout=timeout
             )
-        except openai.APITimeoutError as exc:
-            raise ProviderError("timeout", f"openai: timed out: {exc}") from None
-        except openai.APIConnectionError as exc:
-            raise ProviderError("connection", f"openai: connection error: {exc}") from None
-        except openai.APIStatusError as exc:
-            status = exc.status_code
-            kind = (
-                "rate_limit"
-                if status == 429
-                else "server"
-                if status >= 500
-                else "auth"
-                if status in (401, 403)
-                else "bad_request"
-            )
-            raise ProviderError(
-                kind,  # type: ignore[arg-type]
-                f"openai: HTTP {status}: {_short(exc.message)}",
-                status=status,
-                retry_after=retry_after_seconds(exc.response.headers),
-            ) from None
-        except openai.APIResponseValidationError as exc:
-            raise ProviderError("server", f"openai: malformed response: {exc}") from None
-        except ValueError as exc:  # the SDK lets a body that is not JSON through as-is
-            raise ProviderError("server", f"openai: malformed response body: {exc}") from None
+        except (openai.APIError, ValueError) as exc:
+            raise sdk_error("openai", openai, exc) from None
         if isinstance(resp, str) or not getattr(resp, "choices", None):
             # The SDK hands back the raw text when the body is not JSON.
             raise ProviderError("server", "openai: malformed response body (not a completion)")
@@ -153,8 +118,3 @@ class OpenAIProvider:
 
     async def aclose(self) -> None:
         await self._client.close()
-
-
-def _short(text: str, limit: int = 200) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"

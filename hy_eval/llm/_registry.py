@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hy_eval._toml import read_toml
 from hy_eval.llm._base import Provider, Usage
 from hy_eval.llm._client import LLMClient
 from hy_eval.llm._openai import ConfigError
@@ -119,16 +119,7 @@ class PriceTable:
         table = PriceTable()
         if path is None:
             return table
-        if sys.version_info >= (3, 11):
-            import tomllib
-        else:  # pragma: no cover
-            import tomli as tomllib
-        try:
-            data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise ConfigError(f"{path}: price file not found") from None
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+        data = read_toml(path, "price file", ConfigError)
         for model, entry in (data.get("models") or {}).items():
             try:
                 table.prices[model] = (
