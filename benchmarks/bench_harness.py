@@ -25,6 +25,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from bench_llm import bare_loop  # noqa: E402  (the same floor as the provider benchmark)
 
 EXTRACT = json.dumps(
     {"facts": [{"text": "The user likes coffee.", "owner": "user"}], "basic_info": {}}
@@ -68,25 +71,6 @@ def generate_suite(folder: Path, n: int) -> Path:
             data["id"] = f"{case.id}-{k}"
             fh.write(json.dumps(data, ensure_ascii=False) + "\n")
     return folder
-
-
-async def bare_loop(url: str, calls: int, concurrency: int) -> float:
-    import openai
-
-    client = openai.AsyncOpenAI(api_key="bench", base_url=url, max_retries=0)
-    sem = asyncio.Semaphore(concurrency)
-
-    async def one(i: int) -> None:
-        async with sem:
-            await client.chat.completions.create(
-                model="bench", messages=[{"role": "user", "content": f"bare {i}"}], max_tokens=100
-            )
-
-    started = time.perf_counter()
-    await asyncio.gather(*(one(i) for i in range(calls)))
-    elapsed = time.perf_counter() - started
-    await client.close()
-    return elapsed
 
 
 def run_harness(suite: Path, url: str, cache: Path, out: Path, concurrency: int, mode: str):  # type: ignore[no-untyped-def]
