@@ -170,6 +170,18 @@ def _short_cjk_words(query: str) -> list[str]:
     return [r for r in re.findall(r"[\u3400-\u9fff\uf900-\ufaff]+", query) if len(r) == 2]
 
 
+_template: sqlite3.Connection | None = None
+_template_lock = threading.Lock()
+
+
+def _memory_template() -> sqlite3.Connection:
+    global _template
+    with _template_lock:
+        if _template is None:
+            _template = MemoryStore.__new__(MemoryStore)._fresh_memory_db()
+        return _template
+
+
 class MemoryStore:
     def __init__(self, path: str | Path = ":memory:") -> None:
         self.path = str(path)
@@ -183,9 +195,22 @@ class MemoryStore:
         self.db.execute("PRAGMA foreign_keys = ON")
         if self.path != ":memory:":
             self.db.execute("PRAGMA journal_mode = WAL")
-        self._migrate()
+            self._migrate()
+        else:
+            # The harness makes one in-memory store per case: copy a migrated template
+            # (an online backup) instead of running every migration again.
+            template = _memory_template()
+            with _template_lock:
+                template.backup(self.db)
 
     # -- schema ------------------------------------------------------------------------
+
+    def _fresh_memory_db(self) -> sqlite3.Connection:
+        self.path = ":memory:"
+        self._lock = threading.RLock()
+        self.db = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
+        self._migrate()
+        return self.db
 
     def _migrate(self) -> None:
         with self._lock:
