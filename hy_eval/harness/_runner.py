@@ -192,9 +192,9 @@ class Runner:
             manifest = json.loads(mpath.read_text(encoding="utf-8"))
             saved = manifest["params"]
             for key in RunConfig.IDENTITY:
-                setattr(cfg, key, saved.get(key))
+                setattr(cfg, key, saved.get(key, getattr(cfg, key)))
             for key in ("limit", "filter"):
-                setattr(cfg, key, saved.get(key))
+                setattr(cfg, key, saved.get(key, getattr(cfg, key)))
         try:
             suite = load_suite(cfg.suite)
         except DatasetError as exc:
