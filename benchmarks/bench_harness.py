@@ -98,8 +98,10 @@ def throughput(args: argparse.Namespace) -> None:
         suite = generate_suite(Path(tmp) / "bench", args.cases)
         with make_server(args.delay) as server:
             cache = Path(tmp) / "cache.sqlite"
+            # refresh: every case asks the model (generated copies can repeat a request)
+            # and the answers are written for the cached run below.
             wall, summary = run_harness(
-                suite, server.openai_url, cache, Path(tmp) / "run1", args.concurrency, "read-write"
+                suite, server.openai_url, cache, Path(tmp) / "run1", args.concurrency, "refresh"
             )
             calls = server.count
             floor = asyncio.run(bare_loop(server.openai_url, calls, args.concurrency))

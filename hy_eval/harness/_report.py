@@ -17,7 +17,7 @@ from typing import Any
 
 from hy_eval.harness._runner import _write_json, read_records
 from hy_eval.harness._scoring import ACCURACY_METRICS, METRICS, SUBJECT_KINDS
-from hy_eval.harness._stats import ratio_with_ci
+from hy_eval.harness._stats import ratio_with_ci, ratios_with_ci
 
 HEADLINE = (
     "case_pass",
@@ -108,7 +108,10 @@ def repeat_spread(records_path: Path, wanted: set[str] | None) -> dict[str, Any]
 
 
 def metrics_of(df: Any) -> dict[str, Any]:
-    return {m: ratio_with_ci(df[f"{m}_num"].to_numpy(), df[f"{m}_den"].to_numpy()) for m in METRICS}
+    """Every metric of a group of cases, all from one set of bootstrap resamples."""
+    nums = df[[f"{m}_num" for m in METRICS]].to_numpy(dtype=float)
+    dens = df[[f"{m}_den" for m in METRICS]].to_numpy(dtype=float)
+    return dict(zip(METRICS, ratios_with_ci(nums, dens), strict=True))
 
 
 def breakdowns(df: Any) -> dict[str, dict[str, Any]]:

@@ -3,7 +3,7 @@ resample cases (the unit that was sampled), and breakdowns by language, rule and
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -12,46 +12,77 @@ BOOTSTRAP_SAMPLES = 2000
 SEED = 20261129
 
 
-def ratio_with_ci(
-    num: Sequence[float] | np.ndarray,
-    den: Sequence[float] | np.ndarray,
+def _weight_chunks(n: int, samples: int, seed: int) -> Iterator[np.ndarray]:
+    """Resamples as rows of draw counts (how often each of the ``n`` cases is drawn), in
+    chunks that keep memory bounded for large suites. One matrix serves every metric of a
+    group: ``weights @ counts`` gives all resampled sums at once."""
+    rng = np.random.default_rng(seed)
+    chunk = max(1, min(samples, 2_000_000 // max(n, 1)))
+    done = 0
+    while done < samples:
+        b = min(chunk, samples - done)
+        idx = rng.integers(0, n, size=(b, n)) + (np.arange(b) * n)[:, None]
+        yield np.bincount(idx.ravel(), minlength=b * n).reshape(b, n).astype(float)
+        done += b
+
+
+def ratios_with_ci(
+    nums: np.ndarray,
+    dens: np.ndarray,
     *,
     samples: int = BOOTSTRAP_SAMPLES,
     seed: int = SEED,
     level: float = 0.95,
-) -> dict[str, Any]:
-    """sum(num)/sum(den) with a percentile bootstrap CI over cases.
+) -> list[dict[str, Any]]:
+    """sum(num)/sum(den) per column with a percentile bootstrap CI over cases (rows).
 
-    Cases with ``den == 0`` carry nothing for this metric and are left out; ``n`` is the
-    number of cases that count, ``den`` the number of checks behind the value. With no
-    such case the value is ``None``.
+    Cases are resampled whole; a case with ``den == 0`` for a metric carries nothing for
+    it, and resamples whose denominator is 0 are left out. ``n`` is the number of cases
+    that count; with none, the value is ``None``.
     """
-    n_arr = np.asarray(num, dtype=float)
-    d_arr = np.asarray(den, dtype=float)
-    keep = d_arr > 0
-    n_arr, d_arr = n_arr[keep], d_arr[keep]
-    if len(d_arr) == 0:
-        return {"value": None, "ci": [None, None], "n": 0, "num": 0, "den": 0}
-    value = float(n_arr.sum() / d_arr.sum())
-    rng = np.random.default_rng(seed)
-    k = len(d_arr)
-    # Chunked so memory stays bounded for large suites.
-    stats: list[np.ndarray] = []
-    chunk = max(1, 2_000_000 // k)
-    done = 0
-    while done < samples:
-        b = min(chunk, samples - done)
-        idx = rng.integers(0, k, size=(b, k))
-        dsum = d_arr[idx].sum(axis=1)
-        stats.append(n_arr[idx].sum(axis=1) / dsum)
-        done += b
-    boot = np.concatenate(stats)
+    nums = np.asarray(nums, dtype=float)
+    dens = np.asarray(dens, dtype=float)
+    if nums.ndim == 1:
+        nums, dens = nums[:, None], dens[:, None]
+    empty = {"value": None, "ci": [None, None], "n": 0, "num": 0, "den": 0}
+    if len(dens) == 0:
+        return [dict(empty) for _ in range(nums.shape[1])]
+    num_parts, den_parts = [], []
+    for weights in _weight_chunks(len(dens), samples, seed):
+        num_parts.append(weights @ nums)
+        den_parts.append(weights @ dens)
+    num_sums = np.concatenate(num_parts)
+    den_sums = np.concatenate(den_parts)
     alpha = (1 - level) / 2
-    lo, hi = np.quantile(boot, [alpha, 1 - alpha])
-    return {
-        "value": value,
-        "ci": [float(lo), float(hi)],
-        "n": int(k),
-        "num": float(n_arr.sum()),
-        "den": float(d_arr.sum()),
-    }
+    out: list[dict[str, Any]] = []
+    for j in range(nums.shape[1]):
+        counted = int((dens[:, j] > 0).sum())
+        if counted == 0:
+            out.append(dict(empty))
+            continue
+        ok = den_sums[:, j] > 0
+        boot = num_sums[ok, j] / den_sums[ok, j]
+        lo, hi = np.quantile(boot, [alpha, 1 - alpha])
+        out.append(
+            {
+                "value": float(nums[:, j].sum() / dens[:, j].sum()),
+                "ci": [float(lo), float(hi)],
+                "n": counted,
+                "num": float(nums[:, j].sum()),
+                "den": float(dens[:, j].sum()),
+            }
+        )
+    return out
+
+
+def ratio_with_ci(
+    num: Sequence[float] | np.ndarray,
+    den: Sequence[float] | np.ndarray,
+    **kwargs: Any,
+) -> dict[str, Any]:
+    """One ratio metric; see ``ratios_with_ci``."""
+    return ratios_with_ci(
+        np.asarray(num, dtype=float)[:, None] if len(num) else np.zeros((0, 1)),
+        np.asarray(den, dtype=float)[:, None] if len(den) else np.zeros((0, 1)),
+        **kwargs,
+    )[0]
