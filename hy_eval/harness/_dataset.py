@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -194,10 +194,25 @@ class DatasetError(Exception):
 
 
 @dataclass(frozen=True)
+class CaseRef:
+    """What filtering needs of a case, without the case: 10,000 refs cost little memory."""
+
+    id: str
+    lang: str
+    rules: tuple[str, ...]
+    tags: tuple[str, ...]
+    file: Path
+    line: int
+
+
+@dataclass(frozen=True)
 class Suite:
+    """A validated suite. ``refs`` is small; cases are parsed again, one at a time, by
+    ``iter_cases`` so a large suite never sits in memory as case objects."""
+
     name: str
     files: tuple[Path, ...]
-    cases: tuple[Any, ...]
+    refs: tuple[CaseRef, ...]
     kind: Literal["memory", "history"]
 
     @property
@@ -209,6 +224,21 @@ class Suite:
             h.update(b"\0")
             h.update(f.read_bytes())
         return h.hexdigest()
+
+    def iter_cases(self, ids: set[str] | None = None) -> Iterator[Any]:
+        """The cases (those in ``ids`` when given), in file order."""
+        wanted = {(r.file, r.line) for r in self.refs if ids is None or r.id in ids}
+        for f in self.files:
+            for line, case, problem in iter_file(f, self.kind):
+                if problem is not None:
+                    raise DatasetError([f"{problem} (the file changed during the run)"])
+                if (f, line) in wanted:
+                    yield case
+
+    @property
+    def cases(self) -> tuple[Any, ...]:
+        """Every case, parsed (for small suites, tests and reports)."""
+        return tuple(self.iter_cases())
 
 
 def _format_error(path: Path, lineno: int, exc: ValidationError) -> list[str]:
@@ -222,48 +252,67 @@ def _format_error(path: Path, lineno: int, exc: ValidationError) -> list[str]:
     return out
 
 
-def load_file(path: Path, kind: Literal["memory", "history"]) -> tuple[list[Any], list[str]]:
-    """Cases and problems of one JSONL file."""
+def iter_file(
+    path: Path, kind: Literal["memory", "history"]
+) -> Iterator[tuple[int, Any, str | None]]:
+    """``(line, case, None)`` for each valid case of a JSONL file and ``(line, None,
+    problem)`` for each problem, reading one line at a time."""
     model: type[BaseModel] = Case if kind == "memory" else HistoryCase
-    problems: list[str] = []
-    cases: list[Any] = []
     try:
-        raw = path.read_bytes()
+        fh = path.open("rb")
     except OSError as exc:
-        return [], [f"{path}:0: file: cannot read ({exc.strerror})"]
-    if raw.startswith(b"\xef\xbb\xbf"):
-        problems.append(f"{path}:1: file: starts with a UTF-8 byte order mark; save without BOM")
-        raw = raw[3:]
-    if b"\r\n" in raw:
-        problems.append(f"{path}:1: file: Windows line endings (CRLF); use LF only")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        bad_line = raw[: exc.start].count(b"\n") + 1
-        return [], [f"{path}:{bad_line}: file: not UTF-8 ({exc.reason})"]
-    if not text.strip():
-        return [], [f"{path}:1: file: empty file (no cases)"]
-    for lineno, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
-            continue
-        if len(line.encode("utf-8")) > MAX_LINE_BYTES:
-            problems.append(f"{path}:{lineno}: line: longer than {MAX_LINE_BYTES} bytes")
-            continue
-        try:
-            data = json.loads(line)
-        except json.JSONDecodeError as exc:
-            problems.append(
-                f"{path}:{lineno}: json: invalid JSON ({exc.msg} at column {exc.colno})"
-            )
-            continue
-        if not isinstance(data, dict):
-            problems.append(f"{path}:{lineno}: case: a case must be a JSON object")
-            continue
-        try:
-            cases.append((lineno, model.model_validate(data)))
-        except ValidationError as exc:
-            problems.extend(_format_error(path, lineno, exc))
-    return cases, problems
+        yield 0, None, f"{path}:0: file: cannot read ({exc.strerror})"
+        return
+    crlf_reported = False
+    any_content = False
+    with fh:
+        for lineno, raw in enumerate(fh, start=1):
+            if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                yield (
+                    1,
+                    None,
+                    f"{path}:1: file: starts with a UTF-8 byte order mark; save without BOM",
+                )
+                raw = raw[3:]
+            if raw.endswith(b"\r\n") and not crlf_reported:
+                crlf_reported = True
+                yield (
+                    lineno,
+                    None,
+                    f"{path}:{lineno}: file: Windows line endings (CRLF); use LF only",
+                )
+            if len(raw) > MAX_LINE_BYTES:
+                any_content = True
+                yield lineno, None, f"{path}:{lineno}: line: longer than {MAX_LINE_BYTES} bytes"
+                continue
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                any_content = True
+                yield lineno, None, f"{path}:{lineno}: file: not UTF-8 ({exc.reason})"
+                continue
+            if not line.strip():
+                continue
+            any_content = True
+            try:
+                data = json.loads(line)
+            except json.JSONDecodeError as exc:
+                yield (
+                    lineno,
+                    None,
+                    (f"{path}:{lineno}: json: invalid JSON ({exc.msg} at column {exc.colno})"),
+                )
+                continue
+            if not isinstance(data, dict):
+                yield lineno, None, f"{path}:{lineno}: case: a case must be a JSON object"
+                continue
+            try:
+                yield lineno, model.model_validate(data), None
+            except ValidationError as exc:
+                for problem in _format_error(path, lineno, exc):
+                    yield lineno, None, problem
+    if not any_content:
+        yield 1, None, f"{path}:1: file: empty file (no cases)"
 
 
 def suite_kind(name: str) -> Literal["memory", "history"]:
@@ -294,12 +343,13 @@ def load_suite(name_or_path: str, root: Path | None = None) -> Suite:
     name, files = resolve_suite(name_or_path, root)
     kind = suite_kind(name)
     problems: list[str] = []
-    cases: list[Any] = []
+    refs: list[CaseRef] = []
     seen: dict[str, str] = {}
     for f in files:
-        found, file_problems = load_file(f, kind)
-        problems.extend(file_problems)
-        for lineno, case in found:
+        for lineno, case, problem in iter_file(f, kind):
+            if problem is not None:
+                problems.append(problem)
+                continue
             where = f"{f}:{lineno}"
             if case.id in seen:
                 problems.append(
@@ -307,10 +357,10 @@ def load_suite(name_or_path: str, root: Path | None = None) -> Suite:
                 )
                 continue
             seen[case.id] = where
-            cases.append(case)
+            refs.append(CaseRef(case.id, case.lang, tuple(case.rules), tuple(case.tags), f, lineno))
     if problems:
         raise DatasetError(problems)
-    return Suite(name, tuple(files), tuple(cases), kind)
+    return Suite(name, tuple(files), tuple(refs), kind)
 
 
 def filter_cases(cases: Iterable[Any], spec: str | None) -> list[Any]:

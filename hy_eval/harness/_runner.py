@@ -202,7 +202,7 @@ class Runner:
         if suite.kind != "memory":
             raise RunError(f"suite {suite.name!r} has no model cases; run 'hy-eval history'")
         try:
-            cases = filter_cases(suite.cases, cfg.filter)
+            cases = filter_cases(suite.refs, cfg.filter)
         except ValueError as exc:
             raise RunError(str(exc)) from None
         if cfg.limit is not None:
@@ -294,7 +294,12 @@ class Runner:
         done = repair_records(records)
         if cfg.repeats < 1 or (cfg.pass_k is not None and not 1 <= cfg.pass_k <= cfg.repeats):
             raise RunError("--repeats must be at least 1 and --pass-k between 1 and --repeats")
-        todo = [(c, r) for r in range(cfg.repeats) for c in cases if f"{c.id}#{r}" not in done]
+        # Case id -> repeats still to run. Cases themselves are parsed one at a time later.
+        todo: dict[str, list[int]] = {}
+        for ref in cases:
+            pending = [r for r in range(cfg.repeats) if f"{ref.id}#{r}" not in done]
+            if pending:
+                todo[ref.id] = pending
         print(
             f"hy-eval: {suite.name}: {len(cases)} cases ({len(done)} already done), "
             f"provider {llm.provider.name}, model {llm.provider.model}, variant {cfg.variant}, "
@@ -309,7 +314,7 @@ class Runner:
         started = time.perf_counter()
         miss: CacheMiss | None = None
         try:
-            asyncio.run(self._run_cases(todo, llm, prompts, prices, records, len(done)))
+            asyncio.run(self._run_cases(suite, todo, llm, prompts, prices, records, len(done)))
         except CacheMiss as exc:
             miss = exc
         except KeyboardInterrupt:
@@ -334,26 +339,35 @@ class Runner:
 
     async def _run_cases(
         self,
-        cases: list[tuple[Case, int]],
+        suite: Suite,
+        todo: dict[str, list[int]],
         llm: LLMClient,
         prompts: PromptLibrary,
         prices: PriceTable,
         records: Path,
         already: int,
     ) -> None:
-        progress = _Progress(len(cases) + already, already, llm, enabled=self.config.progress)
-        queue: asyncio.Queue[tuple[Case, int]] = asyncio.Queue()
-        for item in cases:
-            queue.put_nowait(item)
-        workers = max(1, min(llm.concurrency, len(cases)))
+        total = sum(len(r) for r in todo.values())
+        progress = _Progress(total + already, already, llm, enabled=self.config.progress)
+        workers = max(1, min(llm.concurrency, total))
+        # Bounded: cases are parsed as workers need them, so memory does not grow with
+        # the suite. None tells a worker to stop.
+        queue: asyncio.Queue[tuple[Case, int] | None] = asyncio.Queue(maxsize=2 * workers)
         fh = records.open("a", encoding="utf-8")
+
+        async def produce() -> None:
+            for case in suite.iter_cases(set(todo)):
+                for repeat in todo[case.id]:
+                    await queue.put((case, repeat))
+            for _ in range(workers):
+                await queue.put(None)
 
         async def worker() -> None:
             while True:
-                try:
-                    case, repeat = queue.get_nowait()
-                except asyncio.QueueEmpty:
+                item = await queue.get()
+                if item is None:
                     return
+                case, repeat = item
                 record = await run_case(
                     case,
                     llm,
@@ -368,6 +382,7 @@ class Runner:
                 progress.advance(record)
 
         tasks = [asyncio.create_task(worker()) for _ in range(workers)]
+        tasks.append(asyncio.create_task(produce()))
         try:
             await asyncio.gather(*tasks)
         finally:
