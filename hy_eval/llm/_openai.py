@@ -80,6 +80,9 @@ class OpenAIProvider:
         self.structured: StructuredMode = structured
         self.key_options = {"structured": structured}
         self._openai = openai
+        from openai.types.chat import ChatCompletion
+
+        self._completion_type = ChatCompletion
         self._client = openai.AsyncOpenAI(
             api_key=key, base_url=self.base_url or None, max_retries=0
         )
@@ -87,10 +90,18 @@ class OpenAIProvider:
     async def complete(self, request: Request, timeout: float) -> Completion:
         openai = self._openai
         body = to_openai_request(request, self.model, self.structured)
-        extra = dict(request.extra_body) if request.extra_body else None
+        if request.extra_body:
+            body.update(request.extra_body)
         try:
-            resp = await self._client.chat.completions.create(
-                **body, extra_body=extra, timeout=timeout
+            # The SDK's own POST with its response type: the same wire, retries off, error
+            # classes and parsing as ``chat.completions.create``, without re-walking our
+            # already plain-JSON body through its typed-dict transform (about 3 ms a call
+            # for a prompt with a JSON schema, most of the harness's overhead per call).
+            resp = await self._client.post(
+                "/chat/completions",
+                cast_to=self._completion_type,
+                body=body,
+                options={"timeout": timeout},
             )
         except (openai.APIError, ValueError) as exc:
             raise sdk_error("openai", openai, exc) from None
