@@ -1,6 +1,6 @@
 """Command-line interface: ``hy-eval``, ``python -m hy_eval`` and ``run_eval.py``.
 
-Exit codes (docs/cli.md): 0 success; 1 a gate failed; 2 usage, configuration or input
+Exit codes (README, docs/ci.md): 0 success; 1 a gate failed; 2 usage, configuration or input
 error (one line on stderr, never a traceback); 3 provider errors above the tolerance;
 4 a cache miss in replay-only mode; 130 interrupted.
 
@@ -325,7 +325,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     if args.suite is None and args.resume is None:
         raise UserError("give --suite NAME (for example --suite multi_speaker) or --resume DIR")
-    if args.suite == "history":
+    if args.suite and _is_history_suite(args.suite):
         return cmd_history(args)
     if args.variants or args.models:
         return cmd_matrix(args)
@@ -515,6 +515,15 @@ def cmd_cassette_import(args: argparse.Namespace) -> int:
         raise UserError(str(exc)) from None
     print(f"imported {n} answers into {_cache_path(args)}")
     return EXIT_OK
+
+
+def _is_history_suite(suite: str) -> bool:
+    from hy_eval.harness._dataset import DatasetError, resolve_suite, suite_kind
+
+    try:
+        return suite_kind(resolve_suite(suite)[0]) == "history"
+    except DatasetError:
+        return False  # the run reports the unknown suite
 
 
 def cmd_history(args: argparse.Namespace) -> int:

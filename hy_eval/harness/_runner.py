@@ -200,7 +200,7 @@ class Runner:
         except DatasetError as exc:
             raise RunError("dataset error: " + "; ".join(exc.problems[:5])) from None
         if suite.kind != "memory":
-            raise RunError(f"suite {suite.name!r} has no model cases; run 'hy-eval history'")
+            raise RunError(f"suite {suite.name!r} has no model cases; run it with --suite history")
         try:
             cases = filter_cases(suite.refs, cfg.filter)
         except ValueError as exc:
