@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from hy_eval.conversation import normalise_messages, render_conversation
-from hy_eval.harness._dataset import Case, Suite, filter_cases, load_suite
+from hy_eval.harness._dataset import Case, CaseRef, Suite, filter_cases, load_suite
 from hy_eval.harness._scoring import Outcome, score_case
 from hy_eval.llm import CacheMiss, LLMClient, PriceTable, ProviderError, build_client
 from hy_eval.memory import MemoryClient, MemoryStore, PromptLibrary
@@ -178,7 +178,7 @@ class Runner:
 
     # -- setting up ------------------------------------------------------------------
 
-    def _prepare(self) -> tuple[Suite, list[Case], PromptLibrary, Path, dict[str, Any]]:
+    def _prepare(self) -> tuple[Suite, list[CaseRef], PromptLibrary, Path, dict[str, Any]]:
         from hy_eval.harness._dataset import DatasetError
         from hy_eval.memory import PromptError
 
