@@ -117,10 +117,10 @@ def test_sigint_stops_cleanly_with_resume_hint(tmp_path):
             stderr=subprocess.PIPE,
             text=True,
         )
-        deadline = time.time() + 30
-        while time.time() < deadline and not (run_dir / "cases.jsonl").exists():
+        deadline = time.time() + 60
+        records = run_dir / "cases.jsonl"
+        while time.time() < deadline and not (records.exists() and records.read_text().count("\n") >= 2):
             time.sleep(0.05)
-        time.sleep(0.3)
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=30)
     assert proc.returncode == 130
