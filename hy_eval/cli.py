@@ -440,7 +440,16 @@ def cmd_matrix(args: argparse.Namespace) -> int:
         + "\n\n"
         + "\n\n".join("```\n" + comparison_text(r) + "\n```" for r in results)
     )
-    (root / "matrix.md").write_text(text + "\n", encoding="utf-8")
+    flips = []
+    for (name, _, _), r in zip(combos[1:], results, strict=True):
+        base_name = combos[0][0]
+        flips.append(f"\n### Flipped cases: {name} against {base_name}\n")
+        flips.append("| case | change | drill-down | what changed |\n|---|---|---|---|")
+        for f in r["flipped"]:
+            links = f"[A]({base_name}/report.html#{f['id']}) / [B]({name}/report.html#{f['id']})"
+            changed = ", ".join(sorted(f["diff"])) or "-"
+            flips.append(f"| {f['id']} | {f['change']} | {links} | {changed} |")
+    (root / "matrix.md").write_text(text + "\n" + "\n".join(flips) + "\n", encoding="utf-8")
     (root / "matrix.json").write_text(
         json.dumps(
             {"combinations": [n for n, _, _ in combos], "comparisons": results},
