@@ -405,6 +405,7 @@ class _Progress:
 
     def __init__(self, total: int, done: int, llm: LLMClient, *, enabled: bool) -> None:
         self.total, self.done, self.llm = total, done, llm
+        self.initial = done
         self.errors = 0
         self.bar: Any = None
         self.enabled = enabled
@@ -431,8 +432,11 @@ class _Progress:
             self.done == self.total or self.done % max(1, self.total // 10) == 0
         ):
             elapsed = time.perf_counter() - self.started
+            ran = self.done - self.initial
+            eta = elapsed / ran * (self.total - self.done) if ran else 0.0
             print(
-                f"  {self.done}/{self.total} cases, {elapsed:.0f} s, calls {info['calls']}, "
+                f"  {self.done}/{self.total} cases, {elapsed:.0f} s, ETA {eta:.0f} s, "
+                f"calls {info['calls']}, "
                 f"cache hits {info['hits']}, tokens {info['tok']}, errors {info['err']}",
                 file=sys.stderr,
             )

@@ -119,7 +119,9 @@ def test_sigint_stops_cleanly_with_resume_hint(tmp_path):
         )
         deadline = time.time() + 60
         records = run_dir / "cases.jsonl"
-        while time.time() < deadline and not (records.exists() and records.read_text().count("\n") >= 2):
+        while time.time() < deadline and not (
+            records.exists() and records.read_text().count("\n") >= 2
+        ):
             time.sleep(0.05)
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=30)
