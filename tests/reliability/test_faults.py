@@ -81,6 +81,11 @@ def test_flaky_provider_run_completes_with_the_same_scores(tmp_path):
     assert saved["calls"]["retries"] >= len(flaky.injected) - saved["calls"]["errors"]
     assert saved["calls"]["retries"] > 0
     ok = [r for r in records if r["status"] == "ok"]
+    print(  # the figures docs/reliability.md quotes (pytest -s shows them)
+        f"flaky run: {flaky.server.count} requests, {len(flaky.injected)} faults injected "
+        f"{sorted(set(flaky.injected))}, {saved['calls']['retries']} retries, "
+        f"{saved['calls']['errors']} cases failed, {len(ok)}/{len(records)} scored"
+    )
     assert len(ok) >= 55  # six retries make a lasting failure rare
     clean_records = {
         json.loads(line)["id"]: json.loads(line)
