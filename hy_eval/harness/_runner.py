@@ -14,6 +14,7 @@ import json
 import os
 import platform
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -362,8 +363,10 @@ class Runner:
             for _ in range(workers):
                 await queue.put(None)
 
+        interrupted = False
+
         async def worker() -> None:
-            while True:
+            while not interrupted:
                 item = await queue.get()
                 if item is None:
                     return
@@ -383,15 +386,37 @@ class Runner:
 
         tasks = [asyncio.create_task(worker()) for _ in range(workers)]
         tasks.append(asyncio.create_task(produce()))
+
+        def on_sigint() -> None:
+            # Our own flag, not only task cancellation: Python 3.10-3.11's wait_for can
+            # lose a cancellation that lands as a call completes, and the run would go on.
+            nonlocal interrupted
+            interrupted = True
+            for t in tasks:
+                t.cancel()
+
+        loop = asyncio.get_running_loop()
+        try:
+            loop.add_signal_handler(signal.SIGINT, on_sigint)
+            handles_sigint = True
+        except (NotImplementedError, RuntimeError, ValueError):
+            handles_sigint = False  # not the main thread (tests run runners in threads)
         try:
             await asyncio.gather(*tasks)
+        except asyncio.CancelledError:
+            if not interrupted:
+                raise
         finally:
+            if handles_sigint:
+                loop.remove_signal_handler(signal.SIGINT)
             for t in tasks:
                 t.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
             fh.close()
             progress.close()
             await llm.aclose()
+        if interrupted:
+            raise KeyboardInterrupt
 
 
 def _write_json(path: Path, data: Any) -> None:
