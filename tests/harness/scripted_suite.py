@@ -13,6 +13,11 @@ PREFIX = {
 }
 
 
+def model_args(server):
+    """CLI flags that point a run at a scripted model behind ``server``."""
+    return ["--provider", "openai", "--model", "scripted", "--base-url", server.openai_url]
+
+
 def gold_text(case, subject, keywords):
     prefix = PREFIX[case.lang].get(subject, subject)
     return f"{prefix} {' '.join(keywords)}."

@@ -17,7 +17,7 @@ from hy_eval.harness._compare import (
     paired_difference,
 )
 
-from .scripted_suite import SuiteModel, perfect_extraction
+from .scripted_suite import SuiteModel, model_args, perfect_extraction
 from .test_run import write_suite
 
 
@@ -195,12 +195,7 @@ def test_replay_only_with_a_changed_prompt_exits_4(tmp_path, capsys):
     cassette = tmp_path / "toy.jsonl"
     with SuiteModel(suite.cases) as model:
         common = [
-            "--provider",
-            "openai",
-            "--model",
-            "scripted",
-            "--base-url",
-            model.server.openai_url,
+            *model_args(model.server),
             "--cache",
             str(cache),
         ]
@@ -224,12 +219,7 @@ def test_replay_only_with_a_changed_prompt_exits_4(tmp_path, capsys):
         replay = [
             "--suite",
             str(tmp_path / "toy"),
-            "--provider",
-            "openai",
-            "--model",
-            "scripted",
-            "--base-url",
-            model.server.openai_url,
+            *model_args(model.server),
             "--cache",
             str(fresh),
             "--cache-mode",
@@ -269,12 +259,7 @@ def test_matrix_run_over_two_variants(tmp_path, capsys):
             [
                 "--suite",
                 str(tmp_path / "toy"),
-                "--provider",
-                "openai",
-                "--model",
-                "scripted",
-                "--base-url",
-                model.server.openai_url,
+                *model_args(model.server),
                 "--cache-mode",
                 "off",
                 "--quiet",

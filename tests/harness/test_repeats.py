@@ -5,7 +5,7 @@ import threading
 
 from hy_eval.cli import main
 
-from .scripted_suite import SuiteModel
+from .scripted_suite import SuiteModel, model_args
 from .test_run import write_suite
 
 
@@ -43,12 +43,7 @@ def test_repeats_flaky_and_k_of_n(tmp_path, capsys):
         args = [
             "--suite",
             str(tmp_path / "toy"),
-            "--provider",
-            "openai",
-            "--model",
-            "scripted",
-            "--base-url",
-            model.server.openai_url,
+            *model_args(model.server),
             "--cache",
             str(tmp_path / "c.sqlite"),
             "--repeats",

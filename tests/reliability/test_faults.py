@@ -10,7 +10,7 @@ import threading
 from hy_eval.harness import RunConfig, Runner
 from hy_eval.llm.loopback import Reply, openai_completion
 
-from ..harness.scripted_suite import SuiteModel, perfect_extraction
+from ..harness.scripted_suite import SuiteModel, model_args, perfect_extraction
 from ..harness.test_run import write_suite
 
 SECRET = "sk-dummy-SECRET-7f3a9c"
@@ -251,12 +251,7 @@ def test_no_api_key_in_any_artifact(tmp_path, monkeypatch):
         args = [
             "--suite",
             str(tmp_path / "toy"),
-            "--provider",
-            "openai",
-            "--model",
-            "scripted",
-            "--base-url",
-            model.server.openai_url,
+            *model_args(model.server),
             "--cache",
             str(cache),
             "--quiet",
@@ -271,12 +266,7 @@ def test_no_api_key_in_any_artifact(tmp_path, monkeypatch):
                     str(tmp_path / "toy"),
                     "--file",
                     str(cassette),
-                    "--provider",
-                    "openai",
-                    "--model",
-                    "scripted",
-                    "--base-url",
-                    model.server.openai_url,
+                    *model_args(model.server),
                     "--cache",
                     str(cache),
                 ]
