@@ -62,12 +62,7 @@ def _run(server, tmp_path, suite_dir, name, *extra):
     args = [
         "--suite",
         str(suite_dir),
-        "--provider",
-        "openai",
-        "--model",
-        "scripted",
-        "--base-url",
-        server.openai_url,
+        *model_args(server),
         "--cache-mode",
         "off",
         "--out",
