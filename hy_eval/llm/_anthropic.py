@@ -17,7 +17,6 @@ from hy_eval.llm._base import (
     ProviderError,
     Request,
     Usage,
-    parse_json_answer,
     sdk_error,
 )
 from hy_eval.llm._openai import ConfigError
@@ -94,20 +93,14 @@ class AnthropicProvider:
                 parsed = dict(block.input) if isinstance(block.input, dict) else None
             elif block.type == "text":
                 texts.append(block.text)
-        parse_error = None
-        if parsed is not None:
-            text = json.dumps(parsed, ensure_ascii=False)
-        else:
-            text = "".join(texts)
-            if request.json_schema is not None:
-                parsed, parse_error = parse_json_answer(text)
+        # A forced tool's input arrives as an object; plain text is parsed by LLMClient.
+        text = json.dumps(parsed, ensure_ascii=False) if parsed is not None else "".join(texts)
         return Completion(
             text=text,
             finish_reason=resp.stop_reason,
             usage=Usage(resp.usage.input_tokens or 0, resp.usage.output_tokens or 0),
             model_id=resp.model or self.model,
             parsed=parsed,
-            parse_error=parse_error,
         )
 
     async def aclose(self) -> None:

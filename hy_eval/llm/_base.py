@@ -54,7 +54,8 @@ class Usage:
 @dataclass(frozen=True)
 class Completion:
     """A model's answer. ``parsed`` is the JSON object when a schema was asked for and the
-    answer could be read as one (else ``None`` and ``parse_error`` says why)."""
+    answer could be read as one (else ``None`` and ``parse_error`` says why). Providers set
+    it only when the vendor hands back an object; ``LLMClient`` parses text answers."""
 
     text: str
     finish_reason: str | None = None

@@ -18,7 +18,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from hy_eval.llm._base import Completion, ProviderError, Request, Usage, parse_json_answer
+from hy_eval.llm._base import Completion, ProviderError, Request, Usage
 from hy_eval.llm._openai import ConfigError
 
 DEFAULT_LOCAL_MODEL = "SmolLM2-135M-Instruct"
@@ -119,16 +119,11 @@ class LocalProvider:
         choice = resp["choices"][0]
         text = choice["message"].get("content") or ""
         usage = resp.get("usage") or {}
-        parsed, parse_error = (None, None)
-        if request.json_schema is not None:
-            parsed, parse_error = parse_json_answer(text)
         return Completion(
             text=text,
             finish_reason=choice.get("finish_reason"),
             usage=Usage(usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0)),
             model_id=self.model,
-            parsed=parsed,
-            parse_error=parse_error,
         )
 
     async def complete(self, request: Request, timeout: float) -> Completion:

@@ -11,7 +11,6 @@ from hy_eval.llm._base import (
     ProviderError,
     Request,
     Usage,
-    parse_json_answer,
     sdk_error,
 )
 
@@ -115,16 +114,11 @@ class OpenAIProvider:
             if resp.usage
             else Usage()
         )
-        parsed, parse_error = (None, None)
-        if request.json_schema is not None:
-            parsed, parse_error = parse_json_answer(text)
         return Completion(
             text=text,
             finish_reason=choice.finish_reason,
             usage=usage,
             model_id=resp.model or self.model,
-            parsed=parsed,
-            parse_error=parse_error,
         )
 
     async def aclose(self) -> None:
