@@ -4,10 +4,11 @@
     python benchmarks/bench_harness.py memory [--small 1000] [--large 10000]
     python benchmarks/bench_harness.py startup
 
-Cases are generated from the real suites by renaming speakers. The loopback server answers
-every call after a fixed delay with one valid scripted answer per stage, so the model costs
-nothing but the delay. Every figure is measured in one run and printed with its ratio;
-nothing is asserted (these machines are shared and noisy).
+Cases are generated from the real suites by renaming speakers. The loopback server, in a
+process of its own (``server_process.py``), answers every call after a fixed delay with one
+valid scripted answer per stage, so the model costs nothing but the delay. Every figure is
+measured in one run and printed with its ratio; nothing is asserted (these machines are
+shared and noisy).
 """
 
 from __future__ import annotations
@@ -28,28 +29,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_llm import bare_loop  # noqa: E402  (the same floor as the provider benchmark)
-
-EXTRACT = json.dumps(
-    {"facts": [{"text": "The user likes coffee.", "owner": "user"}], "basic_info": {}}
-)
-RECONCILE = json.dumps({"operations": [{"op": "ADD", "fact": 0, "target_ids": [], "text": ""}]})
-
-
-def make_server(delay: float):  # type: ignore[no-untyped-def]
-    from hy_eval.llm.loopback import LoopbackServer, Reply, openai_completion
-
-    bodies = {
-        "memory_extraction": openai_completion(EXTRACT),
-        "memory_reconcile": openai_completion(RECONCILE),
-        None: openai_completion("{}"),
-    }
-
-    def script(req):  # type: ignore[no-untyped-def]
-        rf = (req.body or {}).get("response_format") or {}
-        name = (rf.get("json_schema") or {}).get("name")
-        return Reply(body=bodies.get(name, bodies[None]), delay=delay)
-
-    return LoopbackServer(script)
+from server_process import ServerProcess  # noqa: E402
 
 
 def generate_suite(folder: Path, n: int) -> Path:
@@ -96,7 +76,7 @@ def run_harness(suite: Path, url: str, cache: Path, out: Path, concurrency: int,
 def throughput(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         suite = generate_suite(Path(tmp) / "bench", args.cases)
-        with make_server(args.delay) as server:
+        with ServerProcess(args.delay) as server:
             cache = Path(tmp) / "cache.sqlite"
             # refresh: every case asks the model (generated copies can repeat a request)
             # and the answers are written for the cached run below.
@@ -151,7 +131,7 @@ def _rss_child(suite: str, url: str, out: str) -> None:
 
 def memory(args: argparse.Namespace) -> None:
     peaks = {}
-    with tempfile.TemporaryDirectory() as tmp, make_server(0.0) as server:
+    with tempfile.TemporaryDirectory() as tmp, ServerProcess(0.0) as server:
         for n in (args.small, args.large):
             suite = generate_suite(Path(tmp) / f"s{n}", n)
             started = time.perf_counter()

@@ -3,8 +3,9 @@
     python benchmarks/bench_llm.py [--calls 400] [--concurrency 20] [--delay 0.1]
 
 Both loops make the same calls against the same loopback server (fixed delay per
-answer) in one run; the figures to read are the ratios (target: provider layer at most
-1.10 x the bare loop). Nothing is asserted: this machine is shared and noisy.
+answer, in a process of its own: ``server_process.py``) in one run; the figures to read
+are the ratios (target: provider layer at most 1.10 x the bare loop). Nothing is asserted:
+this machine is shared and noisy.
 """
 
 from __future__ import annotations
@@ -17,18 +18,11 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from server_process import ServerProcess
 
 from hy_eval.llm import AnswerCache, LLMClient, Request, make_provider
-from hy_eval.llm.loopback import LoopbackServer, Reply, openai_completion
-
-
-def make_script(delay: float):
-    body = openai_completion('{"facts": []}')
-
-    def script(_req):
-        return Reply(body=body, delay=delay)
-
-    return script
 
 
 async def bare_loop(url: str, calls: int, concurrency: int) -> float:
@@ -70,7 +64,7 @@ def main() -> None:
     ap.add_argument("--delay", type=float, default=0.1)
     args = ap.parse_args()
     ideal = args.calls * args.delay / args.concurrency
-    with LoopbackServer(make_script(args.delay)) as server, tempfile.TemporaryDirectory() as tmp:
+    with ServerProcess(args.delay) as server, tempfile.TemporaryDirectory() as tmp:
         cache = AnswerCache(Path(tmp) / "bench.sqlite")
 
         async def run_all() -> tuple[float, float, float, int]:

@@ -1,8 +1,10 @@
 """Reports of a run folder (rule E7): ``summary.json``, ``report.md``, ``report.html`` (self-
 contained, plots embedded, per-case drill-down) and PNG plots.
 
-Records are read from ``cases.jsonl`` twice, streaming: once into a small table of metric
-counts (pandas), once for the drill-down. Nothing holds every record in memory.
+Records are read from ``cases.jsonl`` once, streaming, into a small table of metric counts
+(pandas), the token and cost totals, the confusion counts and the HTML of at most
+``DRILLDOWN_LIMIT`` cases of each verdict. Nothing holds every record in memory. With a
+result cache (``_reuse.py``) a report of the same records is reused rather than computed.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from hy_eval.harness._reuse import ResultCache, report_key
 from hy_eval.harness._runner import _write_json, read_records
 from hy_eval.harness._scoring import ACCURACY_METRICS, METRICS, SUBJECT_KINDS
 from hy_eval.harness._stats import ratio_with_ci, ratios_with_ci
@@ -34,9 +37,58 @@ HEADLINE = (
 DRILLDOWN_LIMIT = 1000
 
 
-def counts_table(
-    records_path: Path, wanted: set[str] | None = None, pass_k: int | None = None
-) -> Any:
+class _Scan:
+    """Everything the reports need from ``cases.jsonl``, gathered in one streaming pass."""
+
+    def __init__(self, records_path: Path, wanted: set[str] | None) -> None:
+        self.rows: list[dict[str, Any]] = []
+        self.tokens_in = self.tokens_out = 0
+        self.costs: list[float | None] = []
+        self.confusion: Counter[tuple[str, str]] = Counter()
+        #: Per repeat index, per metric: [num, den].
+        self.per_repeat: dict[int, dict[str, list[float]]] = {}
+        self.html: dict[bool, list[str]] = {False: [], True: []}  # by verdict, capped
+        for rec in read_records(records_path):
+            if wanted is not None and rec["id"] not in wanted:
+                continue
+            score = rec["score"]
+            counts = score["counts"]
+            row: dict[str, Any] = {
+                "id": rec["id"],
+                "repeat": rec.get("repeat", 0),
+                "lang": rec["lang"],
+                "rules": rec["rules"],
+                "tags": rec["tags"],
+                "passed": score["passed"],
+            }
+            per = self.per_repeat.setdefault(row["repeat"], {m: [0.0, 0.0] for m in METRICS})
+            for metric in METRICS:
+                num, den = counts.get(metric, (0, 0))
+                row[f"{metric}_num"] = num
+                row[f"{metric}_den"] = den
+                per[metric][0] += num
+                per[metric][1] += den
+            self.rows.append(row)
+            self.tokens_in += rec.get("tokens", {}).get("input", 0)
+            self.tokens_out += rec.get("tokens", {}).get("output", 0)
+            if rec["status"] == "ok":
+                self.costs.append(rec.get("cost_usd"))
+            self.confusion.update((str(g), str(p)) for g, p in score["confusion"])
+            shown = self.html[score["passed"]]
+            if len(shown) < DRILLDOWN_LIMIT:
+                shown.append(_case_html(rec))
+
+    def drilldown(self) -> str:
+        """Failed cases first, at most ``DRILLDOWN_LIMIT`` in all."""
+        parts = (self.html[False] + self.html[True])[:DRILLDOWN_LIMIT]
+        if len(self.html[False]) + len(self.html[True]) > DRILLDOWN_LIMIT:
+            parts.append(
+                f"<p>Only the first {DRILLDOWN_LIMIT} cases are shown; all are in cases.jsonl.</p>"
+            )
+        return "\n".join(parts)
+
+
+def counts_table(rows: list[dict[str, Any]], pass_k: int | None = None) -> Any:
     """One row per case: id, lang, rules, tags and ``<metric>_num``/``<metric>_den``.
 
     With repeats, a case's counts are summed over its repeats (so the bootstrap resamples
@@ -45,23 +97,6 @@ def counts_table(
     """
     import pandas as pd
 
-    rows = []
-    for rec in read_records(records_path):
-        if wanted is not None and rec["id"] not in wanted:
-            continue
-        row: dict[str, Any] = {
-            "id": rec["id"],
-            "repeat": rec.get("repeat", 0),
-            "lang": rec["lang"],
-            "rules": rec["rules"],
-            "tags": rec["tags"],
-            "passed": rec["score"]["passed"],
-        }
-        for metric in METRICS:
-            num, den = rec["score"]["counts"].get(metric, (0, 0))
-            row[f"{metric}_num"] = num
-            row[f"{metric}_den"] = den
-        rows.append(row)
     df = pd.DataFrame(rows)
     if df.empty or df["repeat"].max() == 0:
         if not df.empty:
@@ -86,17 +121,8 @@ def counts_table(
     return agg
 
 
-def repeat_spread(records_path: Path, wanted: set[str] | None) -> dict[str, Any]:
+def repeat_spread(totals: dict[int, dict[str, list[float]]]) -> dict[str, Any]:
     """Each metric computed per repeat index, and its spread across repeats."""
-    totals: dict[int, dict[str, list[float]]] = {}
-    for rec in read_records(records_path):
-        if wanted is not None and rec["id"] not in wanted:
-            continue
-        per = totals.setdefault(rec.get("repeat", 0), {m: [0.0, 0.0] for m in METRICS})
-        for m in METRICS:
-            num, den = rec["score"]["counts"].get(m, (0, 0))
-            per[m][0] += num
-            per[m][1] += den
     out: dict[str, Any] = {}
     for m in METRICS:
         values = [t[m][0] / t[m][1] for _, t in sorted(totals.items()) if t[m][1] > 0]
@@ -126,13 +152,40 @@ def breakdowns(df: Any) -> dict[str, dict[str, Any]]:
     return out
 
 
-def confusion_of(records_path: Path, wanted: set[str] | None) -> dict[str, dict[str, int]]:
-    counts: Counter[tuple[str, str]] = Counter()
-    for rec in read_records(records_path):
-        if wanted is None or rec["id"] in wanted:
-            counts.update((str(g), str(p)) for g, p in rec["score"]["confusion"])
+def _confusion(counts: Counter[tuple[str, str]]) -> dict[str, dict[str, int]]:
     gold_kinds = ("user", "named", "assistant")
     return {g: {p: counts.get((g, p), 0) for p in SUBJECT_KINDS} for g in gold_kinds}
+
+
+def _results(
+    records: Path, wanted: set[str] | None, pass_k: int | None
+) -> tuple[dict[str, Any], dict[str, bytes], str]:
+    """What the records alone decide: the summary's results, the plots and the drill-down."""
+    scan = _Scan(records, wanted)
+    df = counts_table(scan.rows, pass_k)
+    if df.empty:
+        return {"cases": 0, "metrics": {m: ratio_with_ci([], []) for m in METRICS}}, {}, ""
+    costs = scan.costs
+    core: dict[str, Any] = {
+        "cases": len(df),
+        "passed": int(df["passed"].sum()),
+        "metrics": metrics_of(df),
+        "breakdown": breakdowns(df),
+        "confusion": _confusion(scan.confusion),
+        "tokens": {"input": scan.tokens_in, "output": scan.tokens_out},
+        "cost_usd": None if any(c is None for c in costs) else round(sum(c or 0 for c in costs), 6),
+        "failed_cases": sorted(df.loc[~df["passed"], "id"].tolist()),
+    }
+    if int(df["runs"].max()) > 1:
+        flaky = df[(df["passes"] > 0) & (df["passes"] < df["runs"])]
+        core["repeats"] = {
+            "n": int(df["runs"].max()),
+            "k": pass_k or int(df["runs"].max()),
+            "pass_rate": float(df["passes"].sum() / df["runs"].sum()),
+            "flaky_cases": sorted(flaky["id"].tolist()),
+            "spread": repeat_spread(scan.per_repeat),
+        }
+    return core, render_plots(core), scan.drilldown()
 
 
 def write_reports(
@@ -143,24 +196,34 @@ def write_reports(
     wanted: set[str] | None = None,
     *,
     pass_k: int | None = None,
+    memo: ResultCache | None = None,
+    memo_read: bool = True,
 ) -> dict[str, Any]:
+    """Write ``summary.json``, the plots, ``report.md`` and ``report.html``; return the
+    summary. With ``memo``, results of the same records are taken from it (when
+    ``memo_read``) or stored in it."""
     records = run_dir / "cases.jsonl"
-    df = counts_table(records, wanted, pass_k)
-    if df.empty:
-        summary: dict[str, Any] = {
-            "cases": 0,
-            "metrics": {m: ratio_with_ci([], []) for m in METRICS},
-        }
+    key = report_key(records, wanted, pass_k) if memo is not None else None
+    cached = memo.get_report(key) if memo is not None and key and memo_read else None
+    if cached is not None:
+        core = cached["core"]
+        plots = {n: base64.b64decode(b) for n, b in cached["plots"].items()}
+        drilldown = cached["drilldown"]
+    else:
+        core, plots, drilldown = _results(records, wanted, pass_k)
+        if memo is not None and key and core["cases"]:
+            memo.put_report(
+                key,
+                {
+                    "core": core,
+                    "plots": {n: base64.b64encode(b).decode() for n, b in plots.items()},
+                    "drilldown": drilldown,
+                },
+            )
+    if not core["cases"]:
+        summary: dict[str, Any] = dict(core)
         _write_json(run_dir / "summary.json", summary)
         return summary
-    tokens_in = tokens_out = 0
-    costs: list[float | None] = []
-    for rec in read_records(records):
-        if wanted is None or rec["id"] in wanted:
-            tokens_in += rec.get("tokens", {}).get("input", 0)
-            tokens_out += rec.get("tokens", {}).get("output", 0)
-            if rec["status"] == "ok":
-                costs.append(rec.get("cost_usd"))
     summary = {
         "suite": manifest["suite"],
         "provider": manifest["provider"],
@@ -168,31 +231,21 @@ def write_reports(
         "variant": manifest["params"]["variant"],
         "guard": manifest["params"]["guard"],
         "dataset_hash": manifest["dataset_hash"],
-        "cases": len(df),
-        "passed": int(df["passed"].sum()),
-        "metrics": metrics_of(df),
-        "breakdown": breakdowns(df),
-        "confusion": confusion_of(records, wanted),
+        **{k: core[k] for k in ("cases", "passed", "metrics", "breakdown", "confusion")},
         "calls": call_stats,
-        "tokens": {"input": tokens_in, "output": tokens_out},
-        "cost_usd": None if any(c is None for c in costs) else round(sum(c or 0 for c in costs), 6),
+        "tokens": core["tokens"],
+        "cost_usd": core["cost_usd"],
         "wall_s": round(wall_s, 3),
-        "failed_cases": sorted(df.loc[~df["passed"], "id"].tolist()),
+        "failed_cases": core["failed_cases"],
     }
-    if int(df["runs"].max()) > 1:
-        flaky = df[(df["passes"] > 0) & (df["passes"] < df["runs"])]
-        summary["repeats"] = {
-            "n": int(df["runs"].max()),
-            "k": pass_k or int(df["runs"].max()),
-            "pass_rate": float(df["passes"].sum() / df["runs"].sum()),
-            "flaky_cases": sorted(flaky["id"].tolist()),
-            "spread": repeat_spread(records, wanted),
-        }
+    if "repeats" in core:
+        summary["repeats"] = core["repeats"]
     _write_json(run_dir / "summary.json", summary)
-    plots = write_plots(run_dir, summary)
+    for name, data in plots.items():
+        (run_dir / name).write_bytes(data)
     (run_dir / "report.md").write_text(markdown_report(summary, run_dir), encoding="utf-8")
     (run_dir / "report.html").write_text(
-        html_report(summary, manifest, plots, records, wanted), encoding="utf-8"
+        html_report(summary, manifest, plots, drilldown), encoding="utf-8"
     )
     return summary
 
@@ -286,7 +339,7 @@ def _png(fig: Any) -> bytes:
     return buf.getvalue()
 
 
-def write_plots(run_dir: Path, summary: dict[str, Any]) -> dict[str, bytes]:
+def render_plots(summary: dict[str, Any]) -> dict[str, bytes]:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -334,8 +387,6 @@ def write_plots(run_dir: Path, summary: dict[str, Any]) -> dict[str, bytes]:
     ax.set_title("case_pass per rule (95% CI)")
     plots["rules.png"] = _png(fig)
     plt.close(fig)
-    for name, data in plots.items():
-        (run_dir / name).write_bytes(data)
     return plots
 
 
@@ -403,8 +454,7 @@ def html_report(
     summary: dict[str, Any],
     manifest: dict[str, Any],
     plots: dict[str, bytes],
-    records: Path,
-    wanted: set[str] | None,
+    drilldown: str,
 ) -> str:
     m = summary["metrics"]
     out = [
@@ -441,17 +491,5 @@ def html_report(
         "<h2>Cases</h2><p>Failed cases first; click a case for its conversation, "
         "prompts, raw answers, facts with their gold match and verdicts.</p>"
     )
-    shown = 0
-    for want_passed in (False, True):
-        for rec in read_records(records):
-            if wanted is not None and rec["id"] not in wanted:
-                continue
-            if rec["score"]["passed"] != want_passed or shown >= DRILLDOWN_LIMIT:
-                continue
-            out.append(_case_html(rec))
-            shown += 1
-    if shown >= DRILLDOWN_LIMIT:
-        out.append(
-            f"<p>Only the first {DRILLDOWN_LIMIT} cases are shown; all are in cases.jsonl.</p>"
-        )
+    out.append(drilldown)
     return "\n".join(out)

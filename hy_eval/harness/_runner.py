@@ -25,8 +25,10 @@ from typing import Any
 
 from hy_eval.conversation import normalise_messages, render_conversation
 from hy_eval.harness._dataset import Case, CaseRef, Suite, filter_cases, load_suite
+from hy_eval.harness._reuse import ResultCache, record_identity
+from hy_eval.harness._reuse import record_key as reuse_key
 from hy_eval.harness._scoring import Outcome, score_case
-from hy_eval.llm import CacheMiss, LLMClient, PriceTable, ProviderError, build_client
+from hy_eval.llm import CacheMiss, LLMClient, PriceTable, ProviderError, Usage, build_client
 from hy_eval.memory import MemoryClient, MemoryStore, PromptLibrary
 from hy_eval.memory._prompts import LANGUAGES, STAGES
 
@@ -176,6 +178,11 @@ class Runner:
     def __init__(self, config: RunConfig) -> None:
         self.config = config
         self.llm: LLMClient | None = None
+        self._reuse: ResultCache | None = None
+        self._reuse_read = False
+        self._identity = ""
+        #: Case records taken whole from the result cache in this run.
+        self.records_reused = 0
 
     # -- setting up ------------------------------------------------------------------
 
@@ -291,6 +298,23 @@ class Runner:
             raise RunError(str(exc)) from None
         manifest = self._manifest(suite, prompts, llm, previous)
         _write_json(run_dir / "manifest.json", manifest)
+        # Finished records and reports are kept beside the answers (see _reuse.py).
+        reuse = ResultCache(cfg.cache_path) if cfg.cache_mode in ("read-write", "refresh") else None
+        identity = record_identity(
+            {k: getattr(cfg, k) for k in ("variant", "guard", "temperature", "structured")},
+            prompts.file_hashes(),
+            {
+                "provider": llm.provider.name,
+                "model": llm.provider.model,
+                "base_url": llm.provider.base_url or None,
+                "options": llm.options,
+            },
+            prices.cost(llm.provider.model, Usage(1_000_000, 1_000_000)),
+        )
+        self._reuse = reuse
+        self._reuse_read = cfg.cache_mode == "read-write"
+        self._identity = identity
+        self.records_reused = 0
         records = run_dir / "cases.jsonl"
         done = repair_records(records)
         if cfg.repeats < 1 or (cfg.pass_k is not None and not 1 <= cfg.pass_k <= cfg.repeats):
@@ -315,9 +339,22 @@ class Runner:
         started = time.perf_counter()
         miss: CacheMiss | None = None
         try:
-            asyncio.run(self._run_cases(suite, todo, llm, prompts, prices, records, len(done)))
-        except CacheMiss as exc:
-            miss = exc
+            try:
+                asyncio.run(self._run_cases(suite, todo, llm, prompts, prices, records, len(done)))
+            except CacheMiss as exc:
+                miss = exc
+            wall = time.perf_counter() - started
+            stats = {**llm.stats.as_dict(), "records_reused": self.records_reused}
+            summary = write_reports(
+                run_dir,
+                manifest,
+                stats,
+                wall,
+                {c.id for c in cases},
+                pass_k=cfg.pass_k,
+                memo=reuse if miss is None else None,
+                memo_read=self._reuse_read,
+            )
         except KeyboardInterrupt:
             print(
                 f"\nhy-eval: interrupted; finished cases are kept in {records}. "
@@ -325,11 +362,9 @@ class Runner:
                 file=sys.stderr,
             )
             raise
-        wall = time.perf_counter() - started
-        wanted = {c.id for c in cases}
-        summary = write_reports(
-            run_dir, manifest, llm.stats.as_dict(), wall, wanted, pass_k=cfg.pass_k
-        )
+        finally:
+            if reuse is not None:
+                reuse.close()
         if miss is not None:
             raise RunError(str(miss), exit_code=4)
         manifest["finished"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
@@ -371,18 +406,32 @@ class Runner:
                 if item is None:
                     return
                 case, repeat = item
-                record = await run_case(
-                    case,
-                    llm,
-                    prompts,
-                    prices,
-                    self.config.guard,
-                    repeat=repeat,
-                    temperature=self.config.temperature,
+                key = (
+                    reuse_key(self._identity, case.model_dump_json(), repeat)
+                    if self._reuse is not None
+                    else None
                 )
-                fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+                line = self._reuse.get_record(key) if key and self._reuse_read else None  # type: ignore[union-attr]
+                if line is not None:
+                    self.records_reused += 1
+                    error = False  # only records without a provider error are kept
+                else:
+                    record = await run_case(
+                        case,
+                        llm,
+                        prompts,
+                        prices,
+                        self.config.guard,
+                        repeat=repeat,
+                        temperature=self.config.temperature,
+                    )
+                    line = json.dumps(record, ensure_ascii=False) + "\n"
+                    error = record["status"] == "error"
+                    if key and not error:
+                        self._reuse.put_record(key, line)  # type: ignore[union-attr]
+                fh.write(line)
                 fh.flush()
-                progress.advance(record)
+                progress.advance(error)
 
         tasks = [asyncio.create_task(worker()) for _ in range(workers)]
         tasks.append(asyncio.create_task(produce()))
@@ -440,9 +489,9 @@ class _Progress:
 
             self.bar = tqdm(total=total, initial=done, unit="case", dynamic_ncols=True)
 
-    def advance(self, record: dict[str, Any]) -> None:
+    def advance(self, error: bool) -> None:
         self.done += 1
-        self.errors += record["status"] == "error"
+        self.errors += error
         s = self.llm.stats
         info = {
             "calls": s.calls,

@@ -52,3 +52,42 @@ def test_local_call_returns_schema_valid_json():
         assert fact["owner"] in ("user", "agent") and isinstance(fact["text"], str)
     assert c.usage.input_tokens > 0 and c.usage.output_tokens > 0
     assert c.model_id == "SmolLM2-135M-Instruct"
+
+
+def test_grammar_checked_on_the_argmax_first_gives_the_library_s_tokens():
+    """The fast greedy path (grammar checked on the most likely token, whole vocabulary
+    masked only when it is refused) against llama-cpp-python's own chain, same prompts."""
+    import llama_cpp
+
+    from hy_eval.llm._local import _fast_grammar_class
+
+    path = str(embedded_model_path())
+    fast = _fast_grammar_class(llama_cpp)(model_path=path, n_ctx=2048, verbose=False)
+    plain = llama_cpp.Llama(model_path=path, n_ctx=2048, verbose=False)
+    try:
+        for text in ("[user]: I work at Stripe.\n[John]: I am a nurse.", "[user]: 我喜欢喝茶。"):
+            kwargs = dict(
+                messages=[
+                    {"role": "system", "content": "List facts about the speakers as JSON."},
+                    {"role": "user", "content": text},
+                ],
+                max_tokens=120,
+                temperature=0.0,
+                response_format={"type": "json_object", "schema": SCHEMA},
+            )
+            got = fast.create_chat_completion(**kwargs)
+            grammar = fast._greedy_grammar
+            want = plain.create_chat_completion(**kwargs)
+            assert (
+                got["choices"][0]["message"]["content"] == want["choices"][0]["message"]["content"]
+            )
+            assert got["usage"] == want["usage"]
+            # The fast path ran, and the grammar did refuse the argmax some of the time.
+            # Sampled: every answer token, and the end-of-sequence token when it stopped.
+            stopped = got["choices"][0]["finish_reason"] == "stop"
+            assert grammar is not None
+            assert grammar.tokens == got["usage"]["completion_tokens"] + stopped
+            assert 0 < grammar.full_masks < grammar.tokens
+    finally:
+        fast.close()
+        plain.close()

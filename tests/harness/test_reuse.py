@@ -1,0 +1,126 @@
+"""Re-runs from the result cache (issue 8, cached re-run): a finished case record is reused
+only when the case, the run's result-defining parameters, the prompts, the model and the
+code are all unchanged; a report is reused only for the same multiset of records. Every
+test counts the requests that reach the loopback server."""
+
+import json
+from collections import Counter
+
+from hy_eval.harness import RunConfig, Runner, _reuse, load_suite
+from hy_eval.harness._reuse import lines_digest
+from hy_eval.llm.loopback import Reply
+
+from .scripted_suite import SuiteModel, perfect_extraction
+from .test_run import write_suite
+
+
+def config(server, tmp_path, name, **kw):
+    base = dict(
+        suite=str(tmp_path / "toy"),
+        provider="openai",
+        model="scripted",
+        base_url=server.openai_url,
+        api_key="sk-dummy",
+        cache_mode="read-write",
+        cache_path=str(tmp_path / "cache.sqlite"),
+        out=str(tmp_path / name),
+        progress=False,
+        concurrency=4,
+        retries=0,
+    )
+    base.update(kw)
+    return RunConfig(**base)
+
+
+def lines(run_dir):
+    return Counter((run_dir / "cases.jsonl").read_text(encoding="utf-8").splitlines())
+
+
+def test_second_run_reuses_every_record_and_the_report(tmp_path):
+    suite = write_suite(tmp_path / "toy", 6)
+    with SuiteModel(suite.cases) as model:
+        first_dir, first, _ = Runner(config(model.server, tmp_path, "one")).run()
+        before = model.server.count
+        second_dir, second, code = Runner(config(model.server, tmp_path, "two")).run()
+        assert model.server.count == before  # nothing reached the model
+    assert code == 0
+    assert second["calls"]["records_reused"] == 6 and second["calls"]["calls"] == 0
+    assert first["calls"]["records_reused"] == 0
+    assert lines(second_dir) == lines(first_dir)  # the same records, byte for byte
+    for key in ("metrics", "breakdown", "confusion", "failed_cases", "tokens", "cases"):
+        assert second[key] == first[key], key
+    for name in ("metrics.png", "confusion.png", "rules.png"):
+        assert (second_dir / name).read_bytes() == (first_dir / name).read_bytes()
+    html = (second_dir / "report.html").read_text(encoding="utf-8")
+    assert html.count("<details") == 6
+    assert json.loads((second_dir / "summary.json").read_text())["calls"]["records_reused"] == 6
+
+
+def test_a_changed_case_alone_is_recomputed(tmp_path):
+    suite = write_suite(tmp_path / "toy", 5)
+    with SuiteModel(suite.cases) as model:
+        Runner(config(model.server, tmp_path, "one")).run()
+        path = tmp_path / "toy" / "toy.jsonl"
+        rows = [json.loads(x) for x in path.read_text().splitlines()]
+        rows[2]["tags"] = ["toy", "edited"]
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        assert load_suite(str(tmp_path / "toy")).cases[2].tags == ["toy", "edited"]
+        _, summary, _ = Runner(config(model.server, tmp_path, "two")).run()
+    # t-02's record is computed again, from the cached answers (its prompts are unchanged).
+    assert summary["calls"]["records_reused"] == 4
+    assert summary["calls"]["calls"] == 2 and summary["calls"]["cache_hits"] == 2
+    assert summary["breakdown"]["tag"]["edited"]["cases"] == 1
+
+
+def test_other_settings_prompts_or_code_reuse_nothing(tmp_path, monkeypatch):
+    suite = write_suite(tmp_path / "toy", 3)
+    with SuiteModel(suite.cases) as model:
+        Runner(config(model.server, tmp_path, "base")).run()
+        for name, kw in (
+            ("guard-off", {"guard": False}),
+            ("variant", {"variant": "no_examples"}),
+            ("other-model", {"model": "scripted-2"}),
+        ):
+            _, summary, _ = Runner(config(model.server, tmp_path, name, **kw)).run()
+            assert summary["calls"]["records_reused"] == 0, name
+        monkeypatch.setattr(_reuse, "code_fingerprint", lambda: "edited code")
+        before = model.server.count
+        _, summary, _ = Runner(config(model.server, tmp_path, "code")).run()
+        assert summary["calls"]["records_reused"] == 0
+        assert summary["calls"]["cache_hits"] == 6  # the answers themselves still cached
+        assert model.server.count == before
+
+
+def test_modes_other_than_read_write_do_not_reuse(tmp_path):
+    suite = write_suite(tmp_path / "toy", 3)
+    with SuiteModel(suite.cases) as model:
+        Runner(config(model.server, tmp_path, "one")).run()
+        for mode in ("refresh", "replay-only", "off"):
+            _, summary, _ = Runner(config(model.server, tmp_path, mode, cache_mode=mode)).run()
+            assert summary["calls"]["records_reused"] == 0, mode
+
+
+def test_records_with_provider_errors_are_not_kept(tmp_path):
+    suite = write_suite(tmp_path / "toy", 3)
+    ext = {c.id: perfect_extraction(c) for c in suite.cases}
+    ext["t-01"] = Reply(500, {"error": {"message": "down"}})
+    with SuiteModel(suite.cases, ext) as model:
+        _, first, _ = Runner(config(model.server, tmp_path, "one", max_error_rate=1.0)).run()
+        assert first["metrics"]["error_rate"]["num"] == 1
+        model.extraction["t-01"] = perfect_extraction(suite.cases[1])
+        before = model.server.count
+        _, second, _ = Runner(config(model.server, tmp_path, "two")).run()
+        assert model.server.count - before == 2  # t-01 asked again, and now answered
+    assert second["calls"]["records_reused"] == 2
+    assert second["metrics"]["error_rate"]["value"] == 0.0
+
+
+def test_lines_digest_ignores_order_but_not_content(tmp_path):
+    a, b, c = tmp_path / "a", tmp_path / "b", tmp_path / "c"
+    a.write_text("x\ny\nz\n")
+    b.write_text("z\nx\ny\n")
+    c.write_text("x\ny\ny\n")
+    assert lines_digest(a) == lines_digest(b)
+    assert lines_digest(a) != lines_digest(c)
+    (tmp_path / "torn").write_text("x\ny\nz\nhalf")
+    assert lines_digest(tmp_path / "torn") == lines_digest(a)  # a torn last line is not a record
