@@ -1,24 +1,36 @@
-"""The embedded model on this machine: prompt and generation tokens per second, and the
-effect of llama.cpp's prefix reuse (a repeated prompt prefix is not evaluated again).
+"""The embedded model on this machine: prompt and generation tokens per second, the effect
+of llama.cpp's prefix reuse, the JSON-grammar cost of the library's sampler chain against
+ours (grammar checked on the argmax first), and the full suite's wall time.
 
-    python benchmarks/bench_local.py
+    python benchmarks/bench_local.py            # tokens per second (about a minute)
+    python benchmarks/bench_local.py suite      # + the full multi_speaker suite, uncached
 """
 
 from __future__ import annotations
 
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+CONVERSATION = (
+    "对话：\n[user]: 我上周刚从上海回来，那边的小笼包太好吃了。\n"
+    "[Li Hua]: 我在上海长大，下次带你去我最喜欢的店。\n[user]: 好啊，我周末还要去杭州出差。"
+)
 
 
-def main() -> None:
-    from hy_eval.llm._local import LocalProvider, _load
+def tokens_per_second() -> None:
+    import llama_cpp
+
+    from hy_eval.llm._local import LocalProvider, _fast_grammar_class
     from hy_eval.memory import PromptLibrary
+    from hy_eval.memory._extract import EXTRACTION_SCHEMA
 
-    provider = LocalProvider()
-    llm, _lock = _load(provider.path, provider.n_ctx)
+    path = str(LocalProvider().path)
     prompts = PromptLibrary()
     variables = {
         "conversation": "[user]: I like coffee.",
@@ -28,17 +40,17 @@ def main() -> None:
         "lang": "en",
     }
     system = prompts.render("extract", "en", variables).system
-    llm.create_chat_completion(messages=[{"role": "user", "content": "hi"}], max_tokens=1)  # warm
-    llm.reset()
-    llm.set_cache(None)  # cold: no prefix reuse
+    fast = _fast_grammar_class(llama_cpp)(model_path=path, n_ctx=8192, verbose=False)
+    plain = llama_cpp.Llama(model_path=path, n_ctx=8192, verbose=False)
+    fast.create_chat_completion(messages=[{"role": "user", "content": "hi"}], max_tokens=1)
     rows = []
     for label, content in (
         ("cold prompt A", "[user]: I like coffee."),
         ("cold prompt B", "[user]: I like tea."),
     ):
-        llm.reset()
+        fast.reset()
         t = time.perf_counter()
-        r = llm.create_chat_completion(
+        r = fast.create_chat_completion(
             messages=[{"role": "system", "content": system}, {"role": "user", "content": content}],
             max_tokens=1,
             temperature=0.0,
@@ -46,7 +58,7 @@ def main() -> None:
         rows.append((label, r["usage"]["prompt_tokens"], time.perf_counter() - t))
     # Same system prompt, new user text: the shared prefix stays in the KV cache.
     t = time.perf_counter()
-    r = llm.create_chat_completion(
+    r = fast.create_chat_completion(
         messages=[
             {"role": "system", "content": system},
             {"role": "user", "content": "[user]: I like juice."},
@@ -55,20 +67,69 @@ def main() -> None:
         temperature=0.0,
     )
     rows.append(("warm prefix", r["usage"]["prompt_tokens"], time.perf_counter() - t))
-    t = time.perf_counter()
-    r = llm.create_chat_completion(
-        messages=[{"role": "user", "content": "Write a long story about a dog."}],
-        max_tokens=128,
-        temperature=0.0,
-    )
-    gen = r["usage"]["completion_tokens"]
-    gen_s = time.perf_counter() - t
-    print(f"{'what':<16}{'tokens':>8}{'seconds':>9}{'tok/s':>9}")
+    print(f"{'what':<40}{'tokens':>8}{'seconds':>9}{'tok/s':>9}")
     for label, n, secs in rows:
-        print(f"{label:<16}{n:>8}{secs:>9.2f}{n / secs:>9.0f}")
-    print(f"{'generation':<16}{gen:>8}{gen_s:>9.2f}{gen / gen_s:>9.1f}")
+        print(f"{label:<40}{n:>8}{secs:>9.2f}{n / secs:>9.0f}")
+    # Generation: free text, then the extraction schema through both samplers.
+    gen = {}
+    for label, llm, schema in (
+        ("generation, no grammar", fast, None),
+        ("generation, JSON grammar, library chain", plain, EXTRACTION_SCHEMA),
+        ("generation, JSON grammar, argmax first", fast, EXTRACTION_SCHEMA),
+    ):
+        kwargs = {}
+        if schema is not None:
+            kwargs["response_format"] = {"type": "json_object", "schema": schema}
+        llm.create_chat_completion(  # evaluate the prompt first: time generation alone
+            messages=[{"role": "user", "content": CONVERSATION}], max_tokens=1
+        )
+        t = time.perf_counter()
+        r = llm.create_chat_completion(
+            messages=[{"role": "user", "content": CONVERSATION}],
+            max_tokens=200,
+            temperature=0.0,
+            **kwargs,
+        )
+        secs = time.perf_counter() - t
+        n = r["usage"]["completion_tokens"]
+        gen[label] = n / secs
+        print(f"{label:<40}{n:>8}{secs:>9.2f}{n / secs:>9.1f}")
     print(f"RATIO warm/cold prompt time = {rows[2][2] / rows[0][2]:.3f}")
+    speedup = (
+        gen["generation, JSON grammar, argmax first"]
+        / gen["generation, JSON grammar, library chain"]
+    )
+    print(f"RATIO JSON generation speed, argmax first / library chain = {speedup:.2f}")
+    fast.close()
+    plain.close()
+
+
+def full_suite() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        started = time.perf_counter()
+        subprocess.run(
+            [
+                sys.executable,
+                str(ROOT / "run_eval.py"),
+                "--suite",
+                "multi_speaker",
+                "--cache-mode",
+                "off",
+                "--out",
+                str(Path(tmp) / "run"),
+            ],
+            check=True,
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+        )
+        wall = time.perf_counter() - started
+    print(
+        f"full multi_speaker suite on the embedded model, uncached: {wall:.0f} s "
+        f"({wall / 60:.1f} min; target <= 10 min)"
+    )
 
 
 if __name__ == "__main__":
-    main()
+    tokens_per_second()
+    if sys.argv[1:] == ["suite"]:
+        full_suite()

@@ -48,6 +48,7 @@ class _Scan:
         #: Per repeat index, per metric: [num, den].
         self.per_repeat: dict[int, dict[str, list[float]]] = {}
         self.html: dict[bool, list[str]] = {False: [], True: []}  # by verdict, capped
+        self.shown = 0  # records that could be shown
         for rec in read_records(records_path):
             if wanted is not None and rec["id"] not in wanted:
                 continue
@@ -74,14 +75,20 @@ class _Scan:
             if rec["status"] == "ok":
                 self.costs.append(rec.get("cost_usd"))
             self.confusion.update((str(g), str(p)) for g, p in score["confusion"])
-            shown = self.html[score["passed"]]
-            if len(shown) < DRILLDOWN_LIMIT:
-                shown.append(_case_html(rec))
+            self.shown += 1
+            # Failed cases first: at most DRILLDOWN_LIMIT kept, passed ones giving way.
+            failed, passed = self.html[False], self.html[True]
+            if not score["passed"] and len(failed) < DRILLDOWN_LIMIT:
+                failed.append(_case_html(rec))
+                if len(failed) + len(passed) > DRILLDOWN_LIMIT:
+                    passed.pop()
+            elif score["passed"] and len(failed) + len(passed) < DRILLDOWN_LIMIT:
+                passed.append(_case_html(rec))
 
     def drilldown(self) -> str:
         """Failed cases first, at most ``DRILLDOWN_LIMIT`` in all."""
-        parts = (self.html[False] + self.html[True])[:DRILLDOWN_LIMIT]
-        if len(self.html[False]) + len(self.html[True]) > DRILLDOWN_LIMIT:
+        parts = self.html[False] + self.html[True]
+        if self.shown > DRILLDOWN_LIMIT:
             parts.append(
                 f"<p>Only the first {DRILLDOWN_LIMIT} cases are shown; all are in cases.jsonl.</p>"
             )

@@ -20,6 +20,7 @@ import ctypes
 import importlib.util
 import os
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -69,12 +70,18 @@ class _ContextPool:
     context would evaluate each system prompt again at every switch; a context per system
     prompt keeps each prefix evaluated, without copying state in and out (the library's
     RAM state cache copied about 36 MB, 0.4 s, after every call). Calls are serialised:
-    the machine's cores serve one context at a time best."""
+    the machine's cores serve one context at a time best.
+
+    Every call runs on the pool's one worker thread. llama.cpp's OpenMP build keeps a team
+    of threads per calling thread; asyncio's shared executor hands calls to whichever of
+    its threads is free, and generation then ran at half speed (79 tokens in 3.9 s instead
+    of 2.0 s, measured on this project's 2-core machine)."""
 
     def __init__(self, path: Path, n_ctx: int) -> None:
         self.path = path
         self.n_ctx = n_ctx
         self.lock = threading.Lock()
+        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="llama")
         self._contexts: dict[str, Any] = {}  # system prompt -> Llama, oldest first
 
     def get(self, system: str) -> Any:
@@ -103,6 +110,7 @@ class _ContextPool:
         )
 
     def close(self) -> None:
+        self.executor.shutdown(wait=True)
         for llm in self._contexts.values():
             llm.close()
         self._contexts.clear()
@@ -272,7 +280,10 @@ class LocalProvider:
         )
 
     async def complete(self, request: Request, timeout: float) -> Completion:
-        return await asyncio.to_thread(self._complete_sync, request)
+        executor = _pool(self.path, self.n_ctx).executor
+        return await asyncio.get_running_loop().run_in_executor(
+            executor, self._complete_sync, request
+        )
 
     async def aclose(self) -> None:
         return None

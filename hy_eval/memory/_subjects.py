@@ -27,6 +27,7 @@ import re
 import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Literal
 
 from hy_eval.conversation._render import is_cjk
@@ -73,16 +74,28 @@ def normalise_text(text: str) -> str:
     return " ".join(unicodedata.normalize("NFKC", text).split())
 
 
-def _name_positions(text: str, name: str) -> list[int]:
+@lru_cache(maxsize=4096)
+def _name_patterns(name: str) -> tuple[re.Pattern[str], re.Pattern[str] | None] | None:
+    """A name's mention pattern and, for non-CJK names, its sentence-start pattern (any
+    case). Compiled once per name: suites have thousands of names, past ``re``'s cache."""
     name = normalise_text(name)
     if not name:
-        return []
+        return None
     if any(is_cjk(ch) for ch in name):
-        return [m.start() for m in re.finditer(re.escape(name), text)]
-    pattern = re.compile(r"(?<![\w])" + re.escape(name) + r"(?![\w])")
+        return re.compile(re.escape(name)), None
+    return (
+        re.compile(r"(?<![\w])" + re.escape(name) + r"(?![\w])"),
+        re.compile(r"^" + re.escape(name) + r"(?![\w])", re.IGNORECASE),
+    )
+
+
+def _name_positions(text: str, name: str) -> list[int]:
+    patterns = _name_patterns(name)
+    if patterns is None:
+        return []
+    pattern, start = patterns
     found = [m.start() for m in pattern.finditer(text)]
-    start = re.compile(r"^" + re.escape(name) + r"(?![\w])", re.IGNORECASE)
-    if start.match(text) and 0 not in found:
+    if start is not None and start.match(text) and 0 not in found:
         found.insert(0, 0)
     return found
 
