@@ -73,7 +73,22 @@ def run_harness(suite: Path, url: str, cache: Path, out: Path, concurrency: int,
     return time.perf_counter() - started, summary
 
 
+def warm_imports() -> float:
+    """Import what either loop imports on first use, before timing either: module loading
+    is a once-per-process cost (the start-up benchmark's), not a per-call one."""
+    started = time.perf_counter()
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot
+    import openai  # noqa: F401
+    import pandas  # noqa: F401
+
+    return time.perf_counter() - started
+
+
 def throughput(args: argparse.Namespace) -> None:
+    imports = warm_imports()
     with tempfile.TemporaryDirectory() as tmp:
         suite = generate_suite(Path(tmp) / "bench", args.cases)
         with ServerProcess(args.delay) as server:
@@ -103,6 +118,7 @@ def throughput(args: argparse.Namespace) -> None:
         ("whole harness, all cached", cached_wall),
     ):
         print(f"{name:<34}{secs:>9.2f}{secs / ideal:>9.2f}{secs / floor:>9.2f}")
+    print(f"(imports before timing either loop: {imports:.2f} s)")
     print(f"RATIO harness/floor = {wall / floor:.3f} (target <= 1.25)")
     print(
         f"RATIO cached/uncached = {cached_wall / wall:.3%} (target <= 5%); "

@@ -18,7 +18,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from bench_harness import generate_suite, run_harness  # noqa: E402
+from bench_harness import generate_suite, run_harness, warm_imports  # noqa: E402
 from server_process import ServerProcess  # noqa: E402
 
 
@@ -28,6 +28,7 @@ def main() -> None:
     ap.add_argument("--cases", type=int, default=1000)
     ap.add_argument("--top", type=int, default=40)
     args = ap.parse_args()
+    warm_imports()
     with tempfile.TemporaryDirectory() as tmp, ServerProcess(0.0) as server:
         suite = generate_suite(Path(tmp) / "bench", args.cases)
         cache = Path(tmp) / "cache.sqlite"

@@ -35,6 +35,7 @@ HEADLINE = (
     "error_rate",
 )
 DRILLDOWN_LIMIT = 1000
+MAX_SYSTEM_PROMPTS = 50
 
 
 class _Scan:
@@ -49,6 +50,8 @@ class _Scan:
         self.per_repeat: dict[int, dict[str, list[float]]] = {}
         self.html: dict[bool, list[str]] = {False: [], True: []}  # by verdict, capped
         self.shown = 0  # records that could be shown
+        #: System prompts shown once, after the cases: text -> anchor (see _case_html).
+        self.systems: dict[str, str] = {}
         for rec in read_records(records_path):
             if wanted is not None and rec["id"] not in wanted:
                 continue
@@ -79,19 +82,24 @@ class _Scan:
             # Failed cases first: at most DRILLDOWN_LIMIT kept, passed ones giving way.
             failed, passed = self.html[False], self.html[True]
             if not score["passed"] and len(failed) < DRILLDOWN_LIMIT:
-                failed.append(_case_html(rec))
+                failed.append(_case_html(rec, self.systems))
                 if len(failed) + len(passed) > DRILLDOWN_LIMIT:
                     passed.pop()
             elif score["passed"] and len(failed) + len(passed) < DRILLDOWN_LIMIT:
-                passed.append(_case_html(rec))
+                passed.append(_case_html(rec, self.systems))
 
     def drilldown(self) -> str:
-        """Failed cases first, at most ``DRILLDOWN_LIMIT`` in all."""
+        """Failed cases first, at most ``DRILLDOWN_LIMIT`` in all, then the system prompts
+        they share."""
         parts = self.html[False] + self.html[True]
         if self.shown > DRILLDOWN_LIMIT:
             parts.append(
                 f"<p>Only the first {DRILLDOWN_LIMIT} cases are shown; all are in cases.jsonl.</p>"
             )
+        if self.systems:
+            parts.append("<h2>System prompts</h2>")
+            for text, anchor in self.systems.items():
+                parts.append(f'<h4 id="{anchor}">{anchor}</h4><pre>{_esc(text)}</pre>')
         return "\n".join(parts)
 
 
@@ -414,7 +422,7 @@ def _esc(value: Any) -> str:
     return html.escape(value)
 
 
-def _case_html(rec: dict[str, Any]) -> str:
+def _case_html(rec: dict[str, Any], systems: dict[str, str]) -> str:
     score = rec["score"]
     verdict = "ok" if score["passed"] else "bad"
     parts = [
@@ -442,9 +450,20 @@ def _case_html(rec: dict[str, Any]) -> str:
         )
     parts.append("</table>")
     for stage, data in rec.get("stages", {}).items():
+        # A system prompt is shared by every case of a stage and language: shown once at
+        # the end of the report (up to MAX_SYSTEM_PROMPTS distinct ones), linked from here.
+        system = data["system"]
+        anchor = systems.get(system)
+        if anchor is None and len(systems) < MAX_SYSTEM_PROMPTS:
+            anchor = systems[system] = f"system-{len(systems) + 1}"
+        shown = (
+            f'(system prompt: <a href="#{anchor}">{anchor}</a>)\n\n'
+            if anchor
+            else _esc(system) + "\n\n---\n\n"
+        )
         parts.append(
-            f"<h4>{stage}: prompt ({_esc(data['template'])})</h4><pre>{_esc(data['system'])}"
-            f"\n\n---\n\n{_esc(data['user'])}</pre><h4>{stage}: raw answer"
+            f"<h4>{stage}: prompt ({_esc(data['template'])})</h4><pre>{shown}"
+            f"{_esc(data['user'])}</pre><h4>{stage}: raw answer"
             f"{' (cached)' if data.get('cached') else ''}</h4>"
             f"<pre>{_esc(data.get('raw', ''))}</pre>"
         )

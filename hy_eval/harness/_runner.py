@@ -203,6 +203,8 @@ class Runner:
                 setattr(cfg, key, saved.get(key, getattr(cfg, key)))
             for key in ("limit", "filter"):
                 setattr(cfg, key, saved.get(key, getattr(cfg, key)))
+        if cfg.repeats < 1 or (cfg.pass_k is not None and not 1 <= cfg.pass_k <= cfg.repeats):
+            raise RunError("--repeats must be at least 1 and --pass-k between 1 and --repeats")
         try:
             suite = load_suite(cfg.suite)
         except DatasetError as exc:
@@ -242,7 +244,7 @@ class Runner:
             )
             if (run_dir / "cases.jsonl").exists():
                 raise RunError(f"{run_dir}: already holds a run; use --resume {run_dir}")
-            run_dir.mkdir(parents=True, exist_ok=True)
+        # The folder is made once the model is set up (run()): a bad flag leaves nothing.
         return suite, cases, prompts, run_dir, manifest
 
     def _manifest(
@@ -297,6 +299,7 @@ class Runner:
         except ConfigError as exc:
             raise RunError(str(exc)) from None
         manifest = self._manifest(suite, prompts, llm, previous)
+        run_dir.mkdir(parents=True, exist_ok=True)
         _write_json(run_dir / "manifest.json", manifest)
         # Finished records and reports are kept beside the answers (see _reuse.py).
         reuse = ResultCache(cfg.cache_path) if cfg.cache_mode in ("read-write", "refresh") else None
@@ -317,8 +320,6 @@ class Runner:
         self.records_reused = 0
         records = run_dir / "cases.jsonl"
         done = repair_records(records)
-        if cfg.repeats < 1 or (cfg.pass_k is not None and not 1 <= cfg.pass_k <= cfg.repeats):
-            raise RunError("--repeats must be at least 1 and --pass-k between 1 and --repeats")
         # Case id -> repeats still to run. Cases themselves are parsed one at a time later.
         todo: dict[str, list[int]] = {}
         for ref in cases:

@@ -70,9 +70,14 @@ def key_fields(
     }
 
 
-def cache_key(fields: Mapping[str, Any]) -> str:
-    canonical = json.dumps(fields, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+def canonical_json(fields: Mapping[str, Any]) -> str:
+    """The text a key hashes (sorted keys, compact); also stored as the row's request."""
+    return json.dumps(fields, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def cache_key(fields: Mapping[str, Any], canonical: str | None = None) -> str:
+    text = canonical if canonical is not None else canonical_json(fields)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def completion_to_json(c: Completion) -> str:
@@ -112,8 +117,17 @@ class AnswerCache:
             ).fetchone()
         return completion_from_json(row[0]) if row else None
 
-    def put(self, key: str, fields: Mapping[str, Any], completion: Completion) -> None:
-        request_json = json.dumps(fields, sort_keys=True, ensure_ascii=False)
+    def put(
+        self,
+        key: str,
+        fields: Mapping[str, Any],
+        completion: Completion,
+        request_json: str | None = None,
+    ) -> None:
+        """Store ``completion`` under ``key``; ``request_json`` is ``canonical_json(fields)``
+        when the caller has it already."""
+        if request_json is None:
+            request_json = canonical_json(fields)
         with self._lock, self._db:
             self._db.execute(
                 "INSERT OR REPLACE INTO answers"

@@ -15,7 +15,14 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from hy_eval.llm._base import Completion, Provider, ProviderError, Request, Usage, parse_json_answer
-from hy_eval.llm._cache import AnswerCache, CacheMiss, CacheMode, cache_key, key_fields
+from hy_eval.llm._cache import (
+    AnswerCache,
+    CacheMiss,
+    CacheMode,
+    cache_key,
+    canonical_json,
+    key_fields,
+)
 
 
 @dataclass
@@ -107,7 +114,8 @@ class LLMClient:
         """
         self.stats.calls += 1
         fields = self.key_fields(request)
-        key = cache_key(fields)
+        canonical = canonical_json(fields)
+        key = cache_key(fields, canonical)
         if self.cache is not None and self.cache_mode in ("read-write", "replay-only"):
             hit = self.cache.get(key)
             if hit is not None:
@@ -122,7 +130,7 @@ class LLMClient:
             parsed, error = parse_json_answer(completion.text)
             completion = replace(completion, parsed=parsed, parse_error=error)
         if self.cache is not None:
-            self.cache.put(key, fields, completion)
+            self.cache.put(key, fields, completion, canonical)
         self.keys_used.add(key)
         self._count_usage(stage, completion.usage)
         return completion

@@ -48,3 +48,36 @@ def test_drilldown_without_cap_shows_everything_failed_first(tmp_path):
     path.write_text("".join(json.dumps(record(i, v)) + "\n" for i, v in enumerate(verdicts)))
     html = _report._Scan(path, None).drilldown()
     assert shown_ids(html) == ["c1", "c0", "c2"] and "Only the first" not in html
+
+
+def ok_record(i, system):
+    return {
+        "id": f"ok{i}",
+        "lang": "en",
+        "rules": ["A1"],
+        "tags": [],
+        "status": "ok",
+        "rendered": f"[user]: case {i}",
+        "score": {"passed": True, "counts": {}, "confusion": [], "facts": [], "checks": []},
+        "stages": {
+            "extract": {
+                "template": "extract.en.j2",
+                "system": system,
+                "user": f"USER PART {i}",
+                "raw": "{}",
+                "parse_error": None,
+            }
+        },
+        "operations": {"raw": [], "applied": []},
+        "store_after": {"memories": []},
+    }
+
+
+def test_each_system_prompt_is_shown_once_and_linked(tmp_path):
+    path = tmp_path / "cases.jsonl"
+    systems = ["SYSTEM <A>", "SYSTEM <B>", "SYSTEM <A>", "SYSTEM <A>"]
+    path.write_text("".join(json.dumps(ok_record(i, s)) + "\n" for i, s in enumerate(systems)))
+    html = _report._Scan(path, None).drilldown()
+    assert html.count("SYSTEM &lt;A&gt;") == 1 and html.count("SYSTEM &lt;B&gt;") == 1
+    assert html.count('href="#system-1"') == 3 and html.count('href="#system-2"') == 1
+    assert all(f"USER PART {i}" in html for i in range(4))

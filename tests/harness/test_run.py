@@ -190,3 +190,14 @@ def test_provider_errors_mark_cases_failed_and_exit_3(tmp_path):
     assert summary["metrics"]["error_rate"]["value"] == pytest.approx(1 / 4)
     assert code == 3  # above the default tolerance of 10%
     assert summary["calls"]["errors"] == 1
+
+
+def test_a_run_that_cannot_start_leaves_no_folder(tmp_path):
+    from hy_eval.harness import RunError
+
+    for kw in ({"provider": "gemini"}, {"repeats": 0}, {"prices": str(tmp_path / "none.toml")}):
+        out = tmp_path / "run"
+        cfg = RunConfig(suite="multi_speaker", out=str(out), progress=False, **kw)
+        with pytest.raises(RunError):
+            Runner(cfg).run()
+        assert not out.exists(), kw
