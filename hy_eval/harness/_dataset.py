@@ -235,6 +235,31 @@ class Suite:
                 if (f, line) in wanted:
                     yield case
 
+    def iter_lines(self, ids: set[str] | None = None) -> Iterator[tuple[CaseRef, str]]:
+        """Each case's ref and JSON line text (those in ``ids``), in file order, unparsed:
+        a run whose record is cached needs no more (``parse_case`` gives the case)."""
+        wanted = {(r.file, r.line): r for r in self.refs if ids is None or r.id in ids}
+        for f in self.files:
+            for line, text, problem in iter_file(f, self.kind, validate=False):
+                if problem is not None:
+                    raise DatasetError([f"{problem} (the file changed during the run)"])
+                ref = wanted.get((f, line))
+                if ref is not None:
+                    yield ref, text
+
+    def parse_case(self, ref: CaseRef, text: str) -> Any:
+        """The case of a line from ``iter_lines``."""
+        model: type[BaseModel] = Case if self.kind == "memory" else HistoryCase
+        try:
+            case: Any = model.model_validate(json.loads(text))
+        except (ValueError, ValidationError):
+            raise DatasetError(
+                [f"{ref.file}:{ref.line}: the case changed during the run; validate it"]
+            ) from None
+        if case.id != ref.id:
+            raise DatasetError([f"{ref.file}:{ref.line}: the file changed during the run"])
+        return case
+
     @property
     def cases(self) -> tuple[Any, ...]:
         """Every case, parsed (for small suites, tests and reports)."""
@@ -253,10 +278,12 @@ def _format_error(path: Path, lineno: int, exc: ValidationError) -> list[str]:
 
 
 def iter_file(
-    path: Path, kind: Literal["memory", "history"]
+    path: Path, kind: Literal["memory", "history"], *, validate: bool = True
 ) -> Iterator[tuple[int, Any, str | None]]:
     """``(line, case, None)`` for each valid case of a JSONL file and ``(line, None,
-    problem)`` for each problem, reading one line at a time."""
+    problem)`` for each problem, reading one line at a time. With ``validate=False`` the
+    case is the line's text, checked only as far as text (for a suite validated already;
+    ``parse_case`` does the rest)."""
     model: type[BaseModel] = Case if kind == "memory" else HistoryCase
     try:
         fh = path.open("rb")
@@ -294,6 +321,9 @@ def iter_file(
             if not line.strip():
                 continue
             any_content = True
+            if not validate:
+                yield lineno, line, None
+                continue
             try:
                 data = json.loads(line)
             except json.JSONDecodeError as exc:

@@ -1,7 +1,7 @@
 """Re-runs that cost next to nothing: finished case records and finished reports, kept in
 the answer cache's SQLite file and reused when nothing that made them has changed.
 
-A case record is reused when the case itself (its canonical JSON), the repeat index, the
+A case record is reused when the case's line in the dataset (as written), the repeat index, the
 run parameters that define results, the prompt files, the model's identity (provider,
 model, base URL, answer-changing options), its price and the code of ``hy_eval`` are all
 the same as when it was computed: the record is then what the pipeline would compute again

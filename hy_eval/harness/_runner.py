@@ -24,7 +24,14 @@ from pathlib import Path
 from typing import Any
 
 from hy_eval.conversation import normalise_messages, render_conversation
-from hy_eval.harness._dataset import Case, CaseRef, Suite, filter_cases, load_suite
+from hy_eval.harness._dataset import (
+    Case,
+    CaseRef,
+    DatasetError,
+    Suite,
+    filter_cases,
+    load_suite,
+)
 from hy_eval.harness._reuse import ResultCache, record_identity
 from hy_eval.harness._reuse import record_key as reuse_key
 from hy_eval.harness._scoring import Outcome, score_case
@@ -187,7 +194,6 @@ class Runner:
     # -- setting up ------------------------------------------------------------------
 
     def _prepare(self) -> tuple[Suite, list[CaseRef], PromptLibrary, Path, dict[str, Any]]:
-        from hy_eval.harness._dataset import DatasetError
         from hy_eval.memory import PromptError
 
         cfg = self.config
@@ -344,6 +350,11 @@ class Runner:
                 asyncio.run(self._run_cases(suite, todo, llm, prompts, prices, records, len(done)))
             except CacheMiss as exc:
                 miss = exc
+            except DatasetError as exc:
+                raise RunError(
+                    "dataset error: " + "; ".join(exc.problems[:5]) + f" (finished cases are "
+                    f"kept in {records}; resume with --resume {run_dir})"
+                ) from None
             wall = time.perf_counter() - started
             stats = {**llm.stats.as_dict(), "records_reused": self.records_reused}
             summary = write_reports(
@@ -389,13 +400,13 @@ class Runner:
         workers = max(1, min(llm.concurrency, total))
         # Bounded: cases are parsed as workers need them, so memory does not grow with
         # the suite. None tells a worker to stop.
-        queue: asyncio.Queue[tuple[Case, int] | None] = asyncio.Queue(maxsize=2 * workers)
+        queue: asyncio.Queue[tuple[CaseRef, str, int] | None] = asyncio.Queue(maxsize=2 * workers)
         fh = records.open("a", encoding="utf-8")
 
         async def produce() -> None:
-            for case in suite.iter_cases(set(todo)):
-                for repeat in todo[case.id]:
-                    await queue.put((case, repeat))
+            for ref, text in suite.iter_lines(set(todo)):
+                for repeat in todo[ref.id]:
+                    await queue.put((ref, text, repeat))
             for _ in range(workers):
                 await queue.put(None)
 
@@ -406,19 +417,16 @@ class Runner:
                 item = await queue.get()
                 if item is None:
                     return
-                case, repeat = item
-                key = (
-                    reuse_key(self._identity, case.model_dump_json(), repeat)
-                    if self._reuse is not None
-                    else None
-                )
+                ref, text, repeat = item
+                # Keyed by the case's line as written: any edit to it runs it again.
+                key = reuse_key(self._identity, text, repeat) if self._reuse is not None else None
                 line = self._reuse.get_record(key) if key and self._reuse_read else None  # type: ignore[union-attr]
                 if line is not None:
                     self.records_reused += 1
                     error = False  # only records without a provider error are kept
                 else:
                     record = await run_case(
-                        case,
+                        suite.parse_case(ref, text),
                         llm,
                         prompts,
                         prices,

@@ -6,6 +6,8 @@ test counts the requests that reach the loopback server."""
 import json
 from collections import Counter
 
+import pytest
+
 from hy_eval.harness import RunConfig, Runner, _reuse, load_suite
 from hy_eval.harness._reuse import lines_digest
 from hy_eval.llm.loopback import Reply
@@ -124,3 +126,26 @@ def test_lines_digest_ignores_order_but_not_content(tmp_path):
     assert lines_digest(a) != lines_digest(c)
     (tmp_path / "torn").write_text("x\ny\nz\nhalf")
     assert lines_digest(tmp_path / "torn") == lines_digest(a)  # a torn last line is not a record
+
+
+def test_a_case_edited_during_the_run_stops_it_with_a_dataset_error(tmp_path, monkeypatch):
+    from hy_eval.harness import RunError
+    from hy_eval.harness._dataset import Suite
+
+    suite = write_suite(tmp_path / "toy", 4)
+    path = tmp_path / "toy" / "toy.jsonl"
+    real = Suite.iter_lines
+
+    def edit_then_read(self, ids=None):
+        for n, (ref, text) in enumerate(real(self, ids)):
+            if n == 2:  # the line is rewritten after validation, before it is run
+                text = text.replace('"t-02"', '"t-99"')
+            yield ref, text
+
+    monkeypatch.setattr(Suite, "iter_lines", edit_then_read)
+    with SuiteModel(suite.cases) as model:
+        with pytest.raises(RunError, match=r"toy.jsonl:3: the file changed during the run"):
+            Runner(config(model.server, tmp_path, "one", concurrency=1)).run()
+    assert path.exists()
+    kept = (tmp_path / "one" / "cases.jsonl").read_text().splitlines()
+    assert [json.loads(x)["id"] for x in kept] == ["t-00", "t-01"]
