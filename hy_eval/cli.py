@@ -297,6 +297,7 @@ def _run_config(args: argparse.Namespace) -> Any:
         out=args.out,
         resume=args.resume,
         guard=not args.no_guard,
+        reuse=not getattr(args, "no_reuse", False),
         timeout=args.timeout,
         retries=args.retries,
         retry_base_delay=args.retry_delay,
@@ -496,6 +497,7 @@ def cmd_cassette_record(args: argparse.Namespace) -> int:
     from hy_eval.llm import AnswerCache, export_cassette
 
     args.cache_mode = "read-write"
+    args.no_reuse = True  # every answer must be asked of the cache, to be exported
     out_path = Path(
         args.file or f"tests/cassettes/{args.suite}.{args.variant}.{args.provider}.jsonl"
     )
@@ -605,6 +607,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="run folder (default reports/<time>-<suite>-<model>-<variant>)")
     p.add_argument("--resume", metavar="DIR", help="finish an interrupted run in DIR")
     p.add_argument("--no-guard", action="store_true", help="switch the cross-subject guard off")
+    p.add_argument(
+        "--no-reuse",
+        action="store_true",
+        help="run every case even if its finished record is in the cache (answers still "
+        "come from the cache)",
+    )
     p.add_argument(
         "--max-error-rate",
         type=float,

@@ -68,6 +68,8 @@ class RunConfig:
     out: str | None = None
     resume: str | None = None
     guard: bool = True
+    #: Reuse finished case records and reports from the cache (read-write mode only).
+    reuse: bool = True
     timeout: float = 120.0
     retries: int = 4
     #: First backoff delay in seconds (doubles per retry); tests shorten it.
@@ -321,7 +323,7 @@ class Runner:
             prices.cost(llm.provider.model, Usage(1_000_000, 1_000_000)),
         )
         self._reuse = reuse
-        self._reuse_read = cfg.cache_mode == "read-write"
+        self._reuse_read = cfg.cache_mode == "read-write" and cfg.reuse
         self._identity = identity
         self.records_reused = 0
         records = run_dir / "cases.jsonl"

@@ -149,3 +149,29 @@ def test_a_case_edited_during_the_run_stops_it_with_a_dataset_error(tmp_path, mo
     assert path.exists()
     kept = (tmp_path / "one" / "cases.jsonl").read_text().splitlines()
     assert [json.loads(x)["id"] for x in kept] == ["t-00", "t-01"]
+
+
+def test_cassette_record_exports_every_answer_even_when_records_are_cached(tmp_path):
+    from hy_eval.cli import main
+
+    from .scripted_suite import model_args
+
+    suite = write_suite(tmp_path / "toy", 3)
+    cache = tmp_path / "cache.sqlite"
+    with SuiteModel(suite.cases) as model:
+        Runner(config(model.server, tmp_path, "one")).run()  # records now in the cache
+        cassette = tmp_path / "toy.jsonl"
+        argv = ["cassette", "record", "--suite", str(tmp_path / "toy"), "--file", str(cassette)]
+        argv += [*model_args(model.server), "--api-key", "sk-dummy", "--cache", str(cache)]
+        assert main(argv) == 0
+    assert len(cassette.read_text().splitlines()) == 6  # extraction + reconcile per case
+
+
+def test_no_reuse_flag_recomputes_from_cached_answers(tmp_path):
+    suite = write_suite(tmp_path / "toy", 3)
+    with SuiteModel(suite.cases) as model:
+        Runner(config(model.server, tmp_path, "one")).run()
+        before = model.server.count
+        _, summary, _ = Runner(config(model.server, tmp_path, "two", reuse=False)).run()
+        assert model.server.count == before
+    assert summary["calls"]["records_reused"] == 0 and summary["calls"]["cache_hits"] == 6
