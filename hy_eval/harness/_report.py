@@ -38,12 +38,10 @@ DRILLDOWN_LIMIT = 1000
 MAX_SYSTEM_PROMPTS = 50
 
 
-class Scan:
-    """Everything the reports need from the records, gathered one record at a time: in one
-    streaming pass over ``cases.jsonl`` (:meth:`of_file`), or by the runner as it writes
-    each record, which spares the report a second reading of the file."""
+class _Scan:
+    """Everything the reports need from ``cases.jsonl``, gathered in one streaming pass."""
 
-    def __init__(self) -> None:
+    def __init__(self, records_path: Path, wanted: set[str] | None) -> None:
         self.rows: list[dict[str, Any]] = []
         self.tokens_in = self.tokens_out = 0
         self.costs: list[float | None] = []
@@ -54,48 +52,41 @@ class Scan:
         self.shown = 0  # records that could be shown
         #: System prompts shown once, after the cases: text -> anchor (see _case_html).
         self.systems: dict[str, str] = {}
-
-    @classmethod
-    def of_file(cls, records_path: Path, wanted: set[str] | None) -> Scan:
-        scan = cls()
         for rec in read_records(records_path):
-            if wanted is None or rec["id"] in wanted:
-                scan.add(rec)
-        return scan
-
-    def add(self, rec: dict[str, Any]) -> None:
-        score = rec["score"]
-        counts = score["counts"]
-        row: dict[str, Any] = {
-            "id": rec["id"],
-            "repeat": rec.get("repeat", 0),
-            "lang": rec["lang"],
-            "rules": rec["rules"],
-            "tags": rec["tags"],
-            "passed": score["passed"],
-        }
-        per = self.per_repeat.setdefault(row["repeat"], {m: [0.0, 0.0] for m in METRICS})
-        for metric in METRICS:
-            num, den = counts.get(metric, (0, 0))
-            row[f"{metric}_num"] = num
-            row[f"{metric}_den"] = den
-            per[metric][0] += num
-            per[metric][1] += den
-        self.rows.append(row)
-        self.tokens_in += rec.get("tokens", {}).get("input", 0)
-        self.tokens_out += rec.get("tokens", {}).get("output", 0)
-        if rec["status"] == "ok":
-            self.costs.append(rec.get("cost_usd"))
-        self.confusion.update((str(g), str(p)) for g, p in score["confusion"])
-        self.shown += 1
-        # Failed cases first: at most DRILLDOWN_LIMIT kept, passed ones giving way.
-        failed, passed = self.html[False], self.html[True]
-        if not score["passed"] and len(failed) < DRILLDOWN_LIMIT:
-            failed.append(_case_html(rec, self.systems))
-            if len(failed) + len(passed) > DRILLDOWN_LIMIT:
-                passed.pop()
-        elif score["passed"] and len(failed) + len(passed) < DRILLDOWN_LIMIT:
-            passed.append(_case_html(rec, self.systems))
+            if wanted is not None and rec["id"] not in wanted:
+                continue
+            score = rec["score"]
+            counts = score["counts"]
+            row: dict[str, Any] = {
+                "id": rec["id"],
+                "repeat": rec.get("repeat", 0),
+                "lang": rec["lang"],
+                "rules": rec["rules"],
+                "tags": rec["tags"],
+                "passed": score["passed"],
+            }
+            per = self.per_repeat.setdefault(row["repeat"], {m: [0.0, 0.0] for m in METRICS})
+            for metric in METRICS:
+                num, den = counts.get(metric, (0, 0))
+                row[f"{metric}_num"] = num
+                row[f"{metric}_den"] = den
+                per[metric][0] += num
+                per[metric][1] += den
+            self.rows.append(row)
+            self.tokens_in += rec.get("tokens", {}).get("input", 0)
+            self.tokens_out += rec.get("tokens", {}).get("output", 0)
+            if rec["status"] == "ok":
+                self.costs.append(rec.get("cost_usd"))
+            self.confusion.update((str(g), str(p)) for g, p in score["confusion"])
+            self.shown += 1
+            # Failed cases first: at most DRILLDOWN_LIMIT kept, passed ones giving way.
+            failed, passed = self.html[False], self.html[True]
+            if not score["passed"] and len(failed) < DRILLDOWN_LIMIT:
+                failed.append(_case_html(rec, self.systems))
+                if len(failed) + len(passed) > DRILLDOWN_LIMIT:
+                    passed.pop()
+            elif score["passed"] and len(failed) + len(passed) < DRILLDOWN_LIMIT:
+                passed.append(_case_html(rec, self.systems))
 
     def drilldown(self) -> str:
         """Failed cases first, at most ``DRILLDOWN_LIMIT`` in all, then the system prompts
@@ -182,12 +173,10 @@ def _confusion(counts: Counter[tuple[str, str]]) -> dict[str, dict[str, int]]:
 
 
 def _results(
-    records: Path, wanted: set[str] | None, pass_k: int | None, scan: Scan | None = None
+    records: Path, wanted: set[str] | None, pass_k: int | None
 ) -> tuple[dict[str, Any], dict[str, bytes], str]:
-    """What the records alone decide: the summary's results, the plots and the drill-down.
-    ``scan``, when given, holds every wanted record already (see ``Scan``)."""
-    if scan is None:
-        scan = Scan.of_file(records, wanted)
+    """What the records alone decide: the summary's results, the plots and the drill-down."""
+    scan = _Scan(records, wanted)
     df = counts_table(scan.rows, pass_k)
     if df.empty:
         return {"cases": 0, "metrics": {m: ratio_with_ci([], []) for m in METRICS}}, {}, ""
@@ -224,11 +213,10 @@ def write_reports(
     pass_k: int | None = None,
     memo: ResultCache | None = None,
     memo_read: bool = True,
-    scan: Scan | None = None,
 ) -> dict[str, Any]:
     """Write ``summary.json``, the plots, ``report.md`` and ``report.html``; return the
     summary. With ``memo``, results of the same records are taken from it (when
-    ``memo_read``) or stored in it. ``scan`` is the runner's, when it saw every record."""
+    ``memo_read``) or stored in it."""
     records = run_dir / "cases.jsonl"
     key = report_key(records, wanted, pass_k) if memo is not None else None
     cached = memo.get_report(key) if memo is not None and key and memo_read else None
@@ -237,7 +225,7 @@ def write_reports(
         plots = {n: base64.b64decode(b) for n, b in cached["plots"].items()}
         drilldown = cached["drilldown"]
     else:
-        core, plots, drilldown = _results(records, wanted, pass_k, scan)
+        core, plots, drilldown = _results(records, wanted, pass_k)
         if memo is not None and key and core["cases"]:
             memo.put_report(
                 key,

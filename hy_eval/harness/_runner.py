@@ -192,7 +192,6 @@ class Runner:
         self._identity = ""
         #: Case records taken whole from the result cache in this run.
         self.records_reused = 0
-        self._scan: Any = None
 
     # -- setting up ------------------------------------------------------------------
 
@@ -281,7 +280,7 @@ class Runner:
     def run(self) -> tuple[Path, dict[str, Any], int]:
         """Run (or resume) and report. Returns the run folder, the summary and the exit
         code (0 ok, 3 provider errors above the tolerance, 4 a replay-only cache miss)."""
-        from hy_eval.harness._report import Scan, write_reports
+        from hy_eval.harness._report import write_reports
         from hy_eval.llm import ConfigError
 
         cfg = self.config
@@ -329,9 +328,6 @@ class Runner:
         self.records_reused = 0
         records = run_dir / "cases.jsonl"
         done = repair_records(records)
-        # The report's reading of the records, done as they are written: only while every
-        # record of the run passes through here (not on resume, not once one is reused).
-        self._scan = Scan() if not done else None
         # Case id -> repeats still to run. Cases themselves are parsed one at a time later.
         todo: dict[str, list[int]] = {}
         for ref in cases:
@@ -372,7 +368,6 @@ class Runner:
                 pass_k=cfg.pass_k,
                 memo=reuse if miss is None else None,
                 memo_read=self._reuse_read,
-                scan=self._scan if miss is None else None,
             )
         except KeyboardInterrupt:
             print(
@@ -425,13 +420,11 @@ class Runner:
                 if item is None:
                     return
                 ref, text, repeat = item
-                record: dict[str, Any] | None = None
                 # Keyed by the case's line as written: any edit to it runs it again.
                 key = reuse_key(self._identity, text, repeat) if self._reuse is not None else None
                 line = self._reuse.get_record(key) if key and self._reuse_read else None  # type: ignore[union-attr]
                 if line is not None:
                     self.records_reused += 1
-                    self._scan = None  # the report is looked up, or read from the file
                     error = False  # only records without a provider error are kept
                 else:
                     record = await run_case(
@@ -449,8 +442,6 @@ class Runner:
                         self._reuse.put_record(key, line)  # type: ignore[union-attr]
                 fh.write(line)
                 fh.flush()
-                if self._scan is not None and record is not None:
-                    self._scan.add(record)
                 progress.advance(error)
 
         tasks = [asyncio.create_task(worker()) for _ in range(workers)]

@@ -27,7 +27,7 @@ def test_drilldown_is_failed_first_and_capped(tmp_path, monkeypatch):
     path = tmp_path / "cases.jsonl"
     verdicts = [True, True, False, True, False, True, True]
     path.write_text("".join(json.dumps(record(i, v)) + "\n" for i, v in enumerate(verdicts)))
-    scan = _report.Scan.of_file(path, None)
+    scan = _report._Scan(path, None)
     html = scan.drilldown()
     assert shown_ids(html) == ["c2", "c4", "c0"]  # both failures, then the first pass
     assert len(scan.html[False]) + len(scan.html[True]) <= 3
@@ -39,14 +39,14 @@ def test_drilldown_with_more_failures_than_the_cap(tmp_path, monkeypatch):
     path = tmp_path / "cases.jsonl"
     verdicts = [True, False, False, False]
     path.write_text("".join(json.dumps(record(i, v)) + "\n" for i, v in enumerate(verdicts)))
-    assert shown_ids(_report.Scan.of_file(path, None).drilldown()) == ["c1", "c2"]
+    assert shown_ids(_report._Scan(path, None).drilldown()) == ["c1", "c2"]
 
 
 def test_drilldown_without_cap_shows_everything_failed_first(tmp_path):
     path = tmp_path / "cases.jsonl"
     verdicts = [True, False, True]
     path.write_text("".join(json.dumps(record(i, v)) + "\n" for i, v in enumerate(verdicts)))
-    html = _report.Scan.of_file(path, None).drilldown()
+    html = _report._Scan(path, None).drilldown()
     assert shown_ids(html) == ["c1", "c0", "c2"] and "Only the first" not in html
 
 
@@ -77,39 +77,7 @@ def test_each_system_prompt_is_shown_once_and_linked(tmp_path):
     path = tmp_path / "cases.jsonl"
     systems = ["SYSTEM <A>", "SYSTEM <B>", "SYSTEM <A>", "SYSTEM <A>"]
     path.write_text("".join(json.dumps(ok_record(i, s)) + "\n" for i, s in enumerate(systems)))
-    html = _report.Scan.of_file(path, None).drilldown()
+    html = _report._Scan(path, None).drilldown()
     assert html.count("SYSTEM &lt;A&gt;") == 1 and html.count("SYSTEM &lt;B&gt;") == 1
     assert html.count('href="#system-1"') == 3 and html.count('href="#system-2"') == 1
     assert all(f"USER PART {i}" in html for i in range(4))
-
-
-def test_the_runner_s_own_reading_equals_a_reading_of_the_file(tmp_path):
-    from hy_eval.harness import RunConfig, Runner
-
-    from .scripted_suite import SuiteModel, perfect_extraction
-    from .test_run import write_suite
-
-    suite = write_suite(tmp_path / "toy", 6)
-    ext = {c.id: perfect_extraction(c) for c in suite.cases}
-    ext["t-01"] = {"facts": [{"text": "John likes coffee #1.", "owner": "user"}], "basic_info": {}}
-    with SuiteModel(suite.cases, ext) as model:
-        cfg = RunConfig(
-            suite=str(tmp_path / "toy"),
-            provider="openai",
-            model="scripted",
-            base_url=model.server.openai_url,
-            api_key="sk-dummy",
-            cache_mode="off",
-            out=str(tmp_path / "run"),
-            progress=False,
-            concurrency=3,
-        )
-        run_dir, summary, _ = Runner(cfg).run()
-    records = run_dir / "cases.jsonl"
-    core, plots, drilldown = _report._results(records, None, None)
-    saved = json.loads((run_dir / "summary.json").read_text())
-    assert summary["failed_cases"] == ["t-01"]
-    for key, value in core.items():
-        assert saved[key] == json.loads(json.dumps(value)), key
-    assert drilldown in (run_dir / "report.html").read_text(encoding="utf-8")
-    assert plots["rules.png"] == (run_dir / "rules.png").read_bytes()
