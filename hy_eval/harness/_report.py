@@ -342,6 +342,12 @@ def terminal_summary(summary: dict[str, Any], run_dir: Path) -> str:
     rows.append(
         f"{summary['cases']} cases, {summary['passed']} passed; report: {run_dir / 'report.html'}"
     )
+    reused = summary.get("calls", {}).get("records_reused")
+    if reused:
+        rows.append(
+            f"{reused} case records taken whole from the cache, computed by an earlier run "
+            "with the same inputs and code (--no-reuse recomputes them)"
+        )
     return "\n".join(rows)
 
 

@@ -56,6 +56,10 @@ def test_second_run_reuses_every_record_and_the_report(tmp_path):
     html = (second_dir / "report.html").read_text(encoding="utf-8")
     assert html.count("<details") == 6
     assert json.loads((second_dir / "summary.json").read_text())["calls"]["records_reused"] == 6
+    from hy_eval.harness import terminal_summary
+
+    assert "6 case records taken whole from the cache" in terminal_summary(second, second_dir)
+    assert "taken whole" not in terminal_summary(first, first_dir)
 
 
 def test_a_changed_case_alone_is_recomputed(tmp_path):
