@@ -22,13 +22,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
 import threading
 import time
 from collections.abc import Iterable, Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any
+
+from hy_eval.llm._cache import open_db
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS case_records (
@@ -83,16 +84,8 @@ class ResultCache:
 
     def __init__(self, path: str | Path) -> None:
         self.path = str(path)
-        if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30.0)
-        self._db.execute("PRAGMA busy_timeout = 30000")
-        if self.path != ":memory:":
-            self._db.execute("PRAGMA journal_mode = WAL")
-        self._db.execute("PRAGMA synchronous = NORMAL")
-        with self._db:
-            self._db.executescript(_SCHEMA)
+        self._db = open_db(self.path, _SCHEMA)
         self._pending: list[tuple[str, str, float]] = []
 
     # -- case records ----------------------------------------------------------------

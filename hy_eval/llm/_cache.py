@@ -93,22 +93,29 @@ def completion_from_json(text: str) -> Completion:
     return Completion(**d, cached=True)
 
 
+def open_db(path: str, schema: str) -> sqlite3.Connection:
+    """A connection to the cache file at ``path`` (made with its folder if need be) that
+    several tasks, threads and processes can share: WAL, a busy timeout, ``schema`` run."""
+    if path != ":memory:":
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+    db = sqlite3.connect(path, check_same_thread=False, timeout=30.0)
+    db.execute("PRAGMA busy_timeout = 30000")
+    if path != ":memory:":
+        db.execute("PRAGMA journal_mode = WAL")
+    db.execute("PRAGMA synchronous = NORMAL")
+    with db:
+        db.executescript(schema)
+    return db
+
+
 class AnswerCache:
     """A SQLite answer cache. Safe for several tasks of one process (one connection and a
     lock) and for several processes (WAL, busy timeout, one transaction per write)."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = str(path)
-        if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30.0)
-        self._db.execute("PRAGMA busy_timeout = 30000")
-        if self.path != ":memory:":
-            self._db.execute("PRAGMA journal_mode = WAL")
-        self._db.execute("PRAGMA synchronous = NORMAL")
-        with self._db:
-            self._db.executescript(_SCHEMA)
+        self._db = open_db(self.path, _SCHEMA)
 
     def get(self, key: str) -> Completion | None:
         with self._lock:

@@ -8,30 +8,27 @@ from collections import Counter
 
 import pytest
 
-from hy_eval.harness import RunConfig, Runner, _reuse, load_suite
+from hy_eval.harness import Runner, _reuse, load_suite
 from hy_eval.harness._reuse import lines_digest
 from hy_eval.llm.loopback import Reply
 
 from .scripted_suite import SuiteModel, perfect_extraction
+from .test_run import config as run_config
 from .test_run import write_suite
 
 
 def config(server, tmp_path, name, **kw):
+    """test_run's configuration, on a read-write cache in ``tmp_path``, run folder ``name``."""
     base = dict(
         suite=str(tmp_path / "toy"),
-        provider="openai",
-        model="scripted",
-        base_url=server.openai_url,
-        api_key="sk-dummy",
         cache_mode="read-write",
         cache_path=str(tmp_path / "cache.sqlite"),
         out=str(tmp_path / name),
-        progress=False,
         concurrency=4,
         retries=0,
     )
     base.update(kw)
-    return RunConfig(**base)
+    return run_config(server, tmp_path, **base)
 
 
 def lines(run_dir):
