@@ -3,7 +3,7 @@ contained, plots embedded, per-case drill-down) and PNG plots.
 
 Records are read from ``cases.jsonl`` once, streaming, into a small table of metric counts
 (pandas), the token and cost totals, the confusion counts and the HTML of at most
-``DRILLDOWN_LIMIT`` cases of each verdict. Nothing holds every record in memory. With a
+``DRILLDOWN_LIMIT`` cases, failed ones first. Nothing holds every record in memory. With a
 result cache (``_reuse.py``) a report of the same records is reused rather than computed.
 """
 

@@ -421,8 +421,9 @@ class Runner:
                     return
                 ref, text, repeat = item
                 # Keyed by the case's line as written: any edit to it runs it again.
-                key = reuse_key(self._identity, text, repeat) if self._reuse is not None else None
-                line = self._reuse.get_record(key) if key and self._reuse_read else None  # type: ignore[union-attr]
+                reuse = self._reuse
+                key = reuse_key(self._identity, text, repeat)
+                line = reuse.get_record(key) if reuse is not None and self._reuse_read else None
                 if line is not None:
                     self.records_reused += 1
                     error = False  # only records without a provider error are kept
@@ -438,8 +439,8 @@ class Runner:
                     )
                     line = json.dumps(record, ensure_ascii=False) + "\n"
                     error = record["status"] == "error"
-                    if key and not error:
-                        self._reuse.put_record(key, line)  # type: ignore[union-attr]
+                    if reuse is not None and not error:
+                        reuse.put_record(key, line)
                 fh.write(line)
                 fh.flush()
                 progress.advance(error)
