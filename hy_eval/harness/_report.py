@@ -218,7 +218,9 @@ def write_reports(
     summary. With ``memo``, results of the same records are taken from it (when
     ``memo_read``) or stored in it."""
     records = run_dir / "cases.jsonl"
-    key = report_key(records, wanted, pass_k) if memo is not None else None
+    key = (
+        report_key(records, wanted, pass_k, manifest.get("packages")) if memo is not None else None
+    )
     cached = memo.get_report(key) if memo is not None and key and memo_read else None
     if cached is not None:
         core = cached["core"]

@@ -1,17 +1,19 @@
 """Re-runs that cost next to nothing: finished case records and finished reports, kept in
 the answer cache's SQLite file and reused when nothing that made them has changed.
 
-A case record is reused when the case's line in the dataset (as written), the repeat index, the
-run parameters that define results, the prompt files, the model's identity (provider,
-model, base URL, answer-changing options), its price and the code of ``hy_eval`` are all
-the same as when it was computed: the record is then what the pipeline would compute again
-from the cached answers. The stored line is written back byte for byte, so its
+A case record is reused when the case's line in the dataset (as written), the repeat
+index, the run parameters that define results, the prompt files, the model's identity
+(provider, model, base URL, answer-changing options), its price, the versions of Python
+and the libraries in the manifest, and the code of ``hy_eval`` are all the same as when
+it was computed: the record is then what the pipeline would compute again from the
+cached answers. The stored line is written back byte for byte, so its
 ``latency_s`` and per-stage ``cached`` flags are those of the run that computed it; the
 run's ``summary.json`` counts reused records under ``calls.records_reused``.
 
 A report (metrics with their bootstrap CIs, breakdowns, confusion, plots, the HTML
 drill-down) is reused when the multiset of ``cases.jsonl`` lines is the same, whatever
-their order, along with the selected cases, ``--pass-k`` and the code.
+their order, along with the selected cases, ``--pass-k``, the library versions and the
+code.
 
 Only ``--cache-mode read-write`` reuses anything. ``refresh`` recomputes and stores,
 ``replay-only`` recomputes every case (its point is to prove each answer is in the
@@ -138,14 +140,18 @@ def record_identity(
     prompt_hashes: Mapping[str, str],
     llm_identity: Mapping[str, Any],
     price: Any,
+    packages: Mapping[str, Any],
 ) -> str:
-    """What every record of a run shares: a case's key adds the case and the repeat."""
+    """What every record of a run shares: a case's key adds the case and the repeat.
+    ``packages`` are the versions of Python and the libraries that shape prompts, requests
+    and parsing (the manifest's): an upgrade recomputes every record."""
     return digest(
         {
             "params": dict(params),
             "prompts": dict(prompt_hashes),
             "llm": dict(llm_identity),
             "price": price,
+            "packages": dict(packages),
             "code": code_fingerprint(),
         }
     )
@@ -155,9 +161,15 @@ def record_key(identity: str, case_json: str, repeat: int) -> str:
     return hashlib.sha256(f"{identity}\0{repeat}\0{case_json}".encode()).hexdigest()
 
 
-def report_key(records: Path, wanted: Iterable[str] | None, pass_k: int | None) -> str:
+def report_key(
+    records: Path,
+    wanted: Iterable[str] | None,
+    pass_k: int | None,
+    packages: Mapping[str, Any] | None = None,
+) -> str:
     return digest(
         {
+            "packages": dict(packages or {}),
             "lines": lines_digest(records),
             "wanted": None
             if wanted is None

@@ -40,7 +40,17 @@ from hy_eval.memory import MemoryClient, MemoryStore, PromptLibrary
 from hy_eval.memory._prompts import LANGUAGES, STAGES
 
 REPORTS_DIR = Path("reports")
-PACKAGES = ("hy_eval", "openai", "anthropic", "llama_cpp_python", "jinja2", "pydantic", "pandas")
+PACKAGES = (
+    "hy_eval",
+    "openai",
+    "anthropic",
+    "llama_cpp_python",
+    "jinja2",
+    "pydantic",
+    "pandas",
+    "numpy",
+    "matplotlib",
+)
 
 
 class RunError(Exception):
@@ -321,6 +331,7 @@ class Runner:
                 "options": llm.options,
             },
             prices.cost(llm.provider.model, Usage(1_000_000, 1_000_000)),
+            manifest["packages"],
         )
         self._reuse = reuse
         self._reuse_read = cfg.cache_mode == "read-write" and cfg.reuse

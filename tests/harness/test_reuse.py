@@ -86,6 +86,15 @@ def test_other_settings_prompts_or_code_reuse_nothing(tmp_path, monkeypatch):
         ):
             _, summary, _ = Runner(config(model.server, tmp_path, name, **kw)).run()
             assert summary["calls"]["records_reused"] == 0, name
+        from hy_eval.harness import _runner
+
+        real_versions = _runner.package_versions
+        monkeypatch.setattr(
+            _runner, "package_versions", lambda: {**real_versions(), "jinja2": "99.0"}
+        )
+        _, summary, _ = Runner(config(model.server, tmp_path, "upgraded-jinja2")).run()
+        assert summary["calls"]["records_reused"] == 0
+        monkeypatch.setattr(_runner, "package_versions", real_versions)
         monkeypatch.setattr(_reuse, "code_fingerprint", lambda: "edited code")
         before = model.server.count
         _, summary, _ = Runner(config(model.server, tmp_path, "code")).run()
