@@ -227,13 +227,8 @@ class Suite:
 
     def iter_cases(self, ids: set[str] | None = None) -> Iterator[Any]:
         """The cases (those in ``ids`` when given), in file order."""
-        wanted = {(r.file, r.line) for r in self.refs if ids is None or r.id in ids}
-        for f in self.files:
-            for line, case, problem in iter_file(f, self.kind):
-                if problem is not None:
-                    raise DatasetError([f"{problem} (the file changed during the run)"])
-                if (f, line) in wanted:
-                    yield case
+        for ref, text in self.iter_lines(ids):
+            yield self.parse_case(ref, text)
 
     def iter_lines(self, ids: set[str] | None = None) -> Iterator[tuple[CaseRef, str]]:
         """Each case's ref and JSON line text (those in ``ids``), in file order, unparsed:

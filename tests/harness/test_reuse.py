@@ -142,7 +142,7 @@ def test_a_case_edited_during_the_run_stops_it_with_a_dataset_error(tmp_path, mo
     from hy_eval.harness import RunError
     from hy_eval.harness._dataset import Suite
 
-    suite = write_suite(tmp_path / "toy", 4)
+    cases = write_suite(tmp_path / "toy", 4).cases
     path = tmp_path / "toy" / "toy.jsonl"
     real = Suite.iter_lines
 
@@ -153,7 +153,7 @@ def test_a_case_edited_during_the_run_stops_it_with_a_dataset_error(tmp_path, mo
             yield ref, text
 
     monkeypatch.setattr(Suite, "iter_lines", edit_then_read)
-    with SuiteModel(suite.cases) as model:
+    with SuiteModel(cases) as model:
         with pytest.raises(RunError, match=r"toy.jsonl:3: the file changed during the run"):
             Runner(config(model.server, tmp_path, "one", concurrency=1)).run()
     assert path.exists()
