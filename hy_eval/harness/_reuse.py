@@ -31,7 +31,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from hy_eval.llm._cache import open_db
+from hy_eval.llm._cache import canonical_json, open_db
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS case_records (
@@ -62,8 +62,8 @@ def code_fingerprint() -> str:
 
 
 def digest(value: Any) -> str:
-    text = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(text.encode()).hexdigest()
+    """SHA-256 of ``value``'s canonical JSON, the answer cache's own form."""
+    return hashlib.sha256(canonical_json(value).encode()).hexdigest()
 
 
 def lines_digest(path: Path) -> str:
@@ -157,8 +157,9 @@ def record_identity(
     )
 
 
-def record_key(identity: str, case_json: str, repeat: int) -> str:
-    return hashlib.sha256(f"{identity}\0{repeat}\0{case_json}".encode()).hexdigest()
+def case_record_key(identity: str, case_line: str, repeat: int) -> str:
+    """A finished record's key: the run's identity, the repeat, the case's dataset line."""
+    return hashlib.sha256(f"{identity}\0{repeat}\0{case_line}".encode()).hexdigest()
 
 
 def report_key(

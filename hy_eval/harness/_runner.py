@@ -32,8 +32,7 @@ from hy_eval.harness._dataset import (
     filter_cases,
     load_suite,
 )
-from hy_eval.harness._reuse import ResultCache, record_identity
-from hy_eval.harness._reuse import record_key as reuse_key
+from hy_eval.harness._reuse import ResultCache, case_record_key, record_identity
 from hy_eval.harness._scoring import Outcome, score_case
 from hy_eval.llm import CacheMiss, LLMClient, PriceTable, ProviderError, Usage, build_client
 from hy_eval.memory import MemoryClient, MemoryStore, PromptLibrary
@@ -433,7 +432,7 @@ class Runner:
                 ref, text, repeat = item
                 # Keyed by the case's line as written: any edit to it runs it again.
                 reuse = self._reuse
-                key = reuse_key(self._identity, text, repeat)
+                key = case_record_key(self._identity, text, repeat)
                 line = reuse.get_record(key) if reuse is not None and self._reuse_read else None
                 if line is not None:
                     self.records_reused += 1
