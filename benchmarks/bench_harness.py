@@ -124,7 +124,10 @@ def throughput(args: argparse.Namespace) -> None:
         f"RATIO cached/uncached = {cached_wall / wall:.3%} (target <= 5%); "
         f"requests during the cached run: {cached_requests} (target 0)"
     )
-    print(f"harness CPU per case: {summary['wall_s'] / args.cases * 1000:.1f} ms wall per case")
+    print(
+        f"uncached run by phase: cases {summary['wall_s']:.2f} s (floor {floor:.2f} s), "
+        f"report {wall - summary['wall_s']:.2f} s"
+    )
 
 
 def _rss_child(suite: str, url: str, out: str) -> None:

@@ -100,14 +100,14 @@ def tokens_per_second() -> None:
         n = r["usage"]["completion_tokens"]
         gen[label] = n / secs
         print(f"{label:<40}{n:>8}{secs:>9.2f}{n / secs:>9.1f}")
+    fast.close()
+    plain.close()
     print(f"RATIO warm/cold prompt time = {rows[2][2] / rows[0][2]:.3f}")
     speedup = (
         gen["generation, JSON grammar, argmax first"]
         / gen["generation, JSON grammar, library chain"]
     )
     print(f"RATIO JSON generation speed, argmax first / library chain = {speedup:.2f}")
-    fast.close()
-    plain.close()
 
 
 def full_suite() -> None:

@@ -5,11 +5,11 @@ Structured output uses llama.cpp's JSON-schema constrained decoding, so even thi
 model returns schema-valid JSON (unless cut off by ``max_tokens``). Greedy decoding (the
 default, temperature 0) checks the grammar on the most likely token first and masks the
 whole vocabulary only when that token is refused: the same tokens as masking first,
-1.4 to 2.2 times as fast on the suite's requests, since masking 49,152 candidates can
-cost more than the model's own step on these CPUs (``benchmarks/bench_local.py``). One
+about 1.4 times as fast on a request of the suite (``benchmarks/bench_local.py``), since
+masking 49,152 candidates at every step costs nearly as much as the model's own step. One
 pool of contexts per file per process, a context per system prompt so that each keeps its
-evaluated prefix (:class:`_ContextPool`); calls are serialised with a lock and run on the
-pool's own worker thread so the event loop stays free.
+evaluated prefix (:class:`_ContextPool`); calls are serialised with a lock and run in a
+worker thread so the event loop stays free.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ import ctypes
 import importlib.util
 import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -69,19 +68,13 @@ class _ContextPool:
     and reconcile prompts (and English and Chinese ones) alternate within a run, so one
     context would evaluate each system prompt again at every switch; a context per system
     prompt keeps each prefix evaluated, without copying state in and out (the library's
-    RAM state cache copied about 36 MB, 0.4 s, after every call). Calls are serialised:
-    the machine's cores serve one context at a time best.
-
-    Every call runs on the pool's one worker thread. llama.cpp's OpenMP build keeps a team
-    of threads per calling thread; asyncio's shared executor hands calls to whichever of
-    its threads is free, and generation then ran at half speed (79 tokens in 3.9 s instead
-    of 2.0 s, measured on this project's 2-core machine)."""
+    RAM state cache saved the whole context state after every call). Calls are serialised:
+    the machine's cores serve one context at a time best."""
 
     def __init__(self, path: Path, n_ctx: int) -> None:
         self.path = path
         self.n_ctx = n_ctx
         self.lock = threading.Lock()
-        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="llama")
         self._contexts: dict[str, Any] = {}  # system prompt -> Llama, oldest first
 
     def get(self, system: str) -> Any:
@@ -110,7 +103,6 @@ class _ContextPool:
         )
 
     def close(self) -> None:
-        self.executor.shutdown(wait=True)
         for llm in self._contexts.values():
             llm.close()
         self._contexts.clear()
@@ -280,10 +272,7 @@ class LocalProvider:
         )
 
     async def complete(self, request: Request, timeout: float) -> Completion:
-        executor = _pool(self.path, self.n_ctx).executor
-        return await asyncio.get_running_loop().run_in_executor(
-            executor, self._complete_sync, request
-        )
+        return await asyncio.to_thread(self._complete_sync, request)
 
     async def aclose(self) -> None:
         return None
