@@ -109,10 +109,14 @@ def counts_table(rows: list[dict[str, Any]], pass_k: int | None = None) -> Any:
     With repeats, a case's counts are summed over its repeats (so the bootstrap resamples
     cases, not repeats) and it passes when at least ``pass_k`` repeats pass (default:
     all of them); ``runs`` and ``passes`` say how many ran and passed.
+
+    Rows are ordered by case id and repeat, not by the order of ``cases.jsonl`` (the order
+    cases finished in): the bootstrap draws rows by position, so the CIs of the same
+    records must not depend on which answer came back first (E3, E6).
     """
     import pandas as pd
 
-    df = pd.DataFrame(rows)
+    df = pd.DataFrame(sorted(rows, key=lambda r: (r["id"], r["repeat"])))
     if df.empty or df["repeat"].max() == 0:
         if not df.empty:
             df["runs"], df["passes"] = 1, df["passed"].astype(int)

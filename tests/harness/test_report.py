@@ -81,3 +81,43 @@ def test_each_system_prompt_is_shown_once_and_linked(tmp_path):
     assert html.count("SYSTEM &lt;A&gt;") == 1 and html.count("SYSTEM &lt;B&gt;") == 1
     assert html.count('href="#system-1"') == 3 and html.count('href="#system-2"') == 1
     assert all(f"USER PART {i}" in html for i in range(4))
+
+
+def scored_record(i, repeat=0):
+    """A record whose counts vary by case, so that resampling order would show."""
+    rec = ok_record(i, "SYSTEM")
+    rec.update(
+        id=f"s{i:03d}",
+        repeat=repeat,
+        lang="en" if i % 3 else "zh",
+        rules=["A1", "P2"] if i % 2 else ["A1"],
+        tags=["hard"] if i % 5 == 0 else [],
+    )
+    rec["score"].update(
+        passed=(i * 7 + repeat) % 3 != 0,
+        counts={
+            "attribution_accuracy": [i % 4, 3],
+            "fact_recall": [(i + repeat) % 3, 2 + i % 2],
+        },
+    )
+    return rec
+
+
+def test_cis_do_not_depend_on_the_order_cases_finished_in(tmp_path):
+    """E3, E6: concurrent runs append records in the order answers come back; the same
+    records in another order must give the same values and the same bootstrap CIs."""
+    import random
+
+    lines = [json.dumps(scored_record(i, r)) + "\n" for i in range(60) for r in range(2)]
+    shuffled = list(lines)
+    random.Random(7).shuffle(shuffled)
+    assert shuffled != lines
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    a.write_text("".join(lines))
+    b.write_text("".join(shuffled))
+    core_a, _, _ = _report._results(a, None, None)
+    core_b, _, _ = _report._results(b, None, None)
+    assert core_a["metrics"]["attribution_accuracy"]["ci"][0] is not None
+    assert core_a["metrics"] == core_b["metrics"]
+    assert core_a["breakdown"] == core_b["breakdown"]
+    assert core_a["repeats"] == core_b["repeats"]
