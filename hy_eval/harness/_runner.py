@@ -425,6 +425,9 @@ class Runner:
         interrupted = False
 
         async def worker() -> None:
+            # One in-memory store per worker, emptied after each case (MemoryStore.clear):
+            # a store's connection keeps its prepared statements from case to case.
+            store = MemoryStore()
             while not interrupted:
                 item = await queue.get()
                 if item is None:
@@ -446,7 +449,9 @@ class Runner:
                         self.config.guard,
                         repeat=repeat,
                         temperature=self.config.temperature,
+                        store=store,
                     )
+                    store.clear()
                     line = json.dumps(record, ensure_ascii=False) + "\n"
                     error = record["status"] == "error"
                     if reuse is not None and not error:
@@ -551,11 +556,12 @@ async def run_case(
     *,
     repeat: int = 0,
     temperature: float = 0.0,
+    store: MemoryStore | None = None,
 ) -> dict[str, Any]:
-    """One case through a fresh in-memory store: seed history and existing memories, add
-    the conversation, score. A provider error marks the case failed; a replay-only cache
-    miss stops the run."""
-    store = MemoryStore()
+    """One case through an empty in-memory store (``store``, or a new one): seed history
+    and existing memories, add the conversation, score. A provider error marks the case
+    failed; a replay-only cache miss stops the run."""
+    store = MemoryStore() if store is None else store
     existing_ids: dict[str, int] = {}
     with store.transaction():
         if case.history:

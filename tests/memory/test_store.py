@@ -89,3 +89,51 @@ def test_owner_is_constrained():
     with pytest.raises(sqlite3.IntegrityError):
         with store.transaction():
             store.insert("tim", "x", "john")
+
+
+def _workload(store, texts):
+    """Writes of every kind, then what a case reads back: ids, snapshot, search order."""
+    with store.transaction():
+        ids = [store.insert("u1", t, "user" if i % 2 else "agent") for i, t in enumerate(texts)]
+        store.insert("u2", "another user's coffee", "user")
+        store.update(ids[0], texts[0] + " every morning")
+        store.supersede(ids[1], ids[2])
+        store.delete(ids[3])
+        store.write_profile("u1", {"name": "Tim"})
+        store.write_profile("u1", {"name": "Tim", "employer": "Stripe"})
+        store.add_l1_raw("u1", "[user]: hello")
+    return (
+        ids,
+        store.snapshot("u1"),
+        [m.id for m in store.search("coffee tea morning 喜欢喝咖啡", "u1")],
+        store.history(ids[0]),
+    )
+
+
+def _without_times(result):
+    ids, snap, found, history = result
+    return ids, snap, found, [{k: v for k, v in e.items() if k != "at"} for e in history]
+
+
+def test_a_cleared_store_behaves_as_a_fresh_one():
+    """The harness reuses one in-memory store per worker (MemoryStore.clear): whatever a
+    case left, the next case must see ids from 1, an empty profile, no L1_RAW and the
+    same full-text ranking as on a new store (E6: a case's result does not depend on the
+    cases run before it)."""
+    first = ["The user likes coffee.", "John drinks tea.", "用户喜欢喝咖啡", "Mary likes coffee."]
+    second = ["I drink coffee every day.", "tea is fine", "John likes coffee too.", "喜欢喝咖啡"]
+    used = MemoryStore()
+    _workload(used, first)
+    used.clear()
+    assert used.snapshot("u1") == {
+        "memories": [],
+        "profile": {},
+        "profile_versions": 0,
+        "l1_raw": [],
+        "events": 0,
+    }
+    assert used.search("coffee", "u1") == [] and used.search("coffee", "u2") == []
+    assert _without_times(_workload(used, second)) == _without_times(
+        _workload(MemoryStore(), second)
+    )
+    assert [v for v, _ in used.migrations()] == [v for v, _, _ in MIGRATIONS]
