@@ -11,15 +11,15 @@ from __future__ import annotations
 
 import base64
 import html
-import io
 import json
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from hy_eval.harness._plots import Plotter
 from hy_eval.harness._reuse import ResultCache, report_key
 from hy_eval.harness._runner import _write_json, read_records
-from hy_eval.harness._scoring import ACCURACY_METRICS, METRICS, SUBJECT_KINDS
+from hy_eval.harness._scoring import METRICS, SUBJECT_KINDS
 from hy_eval.harness._stats import ratio_with_ci, ratios_with_ci
 
 HEADLINE = (
@@ -159,16 +159,16 @@ def metrics_of(df: Any) -> dict[str, Any]:
     return dict(zip(METRICS, ratios_with_ci(nums, dens), strict=True))
 
 
-def breakdowns(df: Any) -> dict[str, dict[str, Any]]:
-    out: dict[str, dict[str, Any]] = {"lang": {}, "rule": {}, "tag": {}}
-    for lang, part in df.groupby("lang"):
-        out["lang"][str(lang)] = {"cases": len(part), **metrics_of(part)}
-    for key, column in (("rule", "rules"), ("tag", "tags")):
+def breakdown_by(df: Any, key: str) -> dict[str, Any]:
+    """Every metric per language (``key="lang"``), rule or tag; a case counts in each of
+    its rules and tags."""
+    if key == "lang":
+        groups = df.groupby("lang")
+    else:
+        column = {"rule": "rules", "tag": "tags"}[key]
         exploded = df.explode(column)
-        exploded = exploded[exploded[column].notna()]
-        for value, part in exploded.groupby(column):
-            out[key][str(value)] = {"cases": len(part), **metrics_of(part)}
-    return out
+        groups = exploded[exploded[column].notna()].groupby(column)
+    return {str(value): {"cases": len(part), **metrics_of(part)} for value, part in groups}
 
 
 def _confusion(counts: Counter[tuple[str, str]]) -> dict[str, dict[str, int]]:
@@ -177,20 +177,29 @@ def _confusion(counts: Counter[tuple[str, str]]) -> dict[str, dict[str, int]]:
 
 
 def _results(
-    records: Path, wanted: set[str] | None, pass_k: int | None
+    records: Path, wanted: set[str] | None, pass_k: int | None, plotter: Plotter | None = None
 ) -> tuple[dict[str, Any], dict[str, bytes], str]:
-    """What the records alone decide: the summary's results, the plots and the drill-down."""
+    """What the records alone decide: the summary's results, the plots and the drill-down.
+    Each plot is handed to ``plotter`` as soon as its numbers exist (see ``_plots.py``)."""
     scan = _Scan(records, wanted)
     df = counts_table(scan.rows, pass_k)
     if df.empty:
         return {"cases": 0, "metrics": {m: ratio_with_ci([], []) for m in METRICS}}, {}, ""
+    plotter = plotter or Plotter()
+    metrics = metrics_of(df)
+    confusion = _confusion(scan.confusion)
+    plotter.submit("metrics.png", metrics)
+    plotter.submit("confusion.png", confusion)
+    rules = breakdown_by(df, "rule")  # first: its plot is drawn during the other two
+    plotter.submit("rules.png", {r: {"case_pass": e["case_pass"]} for r, e in rules.items()})
+    breakdown = {"lang": breakdown_by(df, "lang"), "rule": rules, "tag": breakdown_by(df, "tag")}
     costs = scan.costs
     core: dict[str, Any] = {
         "cases": len(df),
         "passed": int(df["passed"].sum()),
-        "metrics": metrics_of(df),
-        "breakdown": breakdowns(df),
-        "confusion": _confusion(scan.confusion),
+        "metrics": metrics,
+        "breakdown": breakdown,
+        "confusion": confusion,
         "tokens": {"input": scan.tokens_in, "output": scan.tokens_out},
         "cost_usd": None if any(c is None for c in costs) else round(sum(c or 0 for c in costs), 6),
         "failed_cases": sorted(df.loc[~df["passed"], "id"].tolist()),
@@ -204,7 +213,7 @@ def _results(
             "flaky_cases": sorted(flaky["id"].tolist()),
             "spread": repeat_spread(scan.per_repeat),
         }
-    return core, render_plots(core), scan.drilldown()
+    return core, plotter.collect(), scan.drilldown()
 
 
 def write_reports(
@@ -217,10 +226,12 @@ def write_reports(
     pass_k: int | None = None,
     memo: ResultCache | None = None,
     memo_read: bool = True,
+    plotter: Plotter | None = None,
 ) -> dict[str, Any]:
     """Write ``summary.json``, the plots, ``report.md`` and ``report.html``; return the
     summary. With ``memo``, results of the same records are taken from it (when
-    ``memo_read``) or stored in it."""
+    ``memo_read``) or stored in it. Plots are drawn by ``plotter`` (in-process by
+    default)."""
     records = run_dir / "cases.jsonl"
     key = (
         report_key(records, wanted, pass_k, manifest.get("packages")) if memo is not None else None
@@ -231,7 +242,7 @@ def write_reports(
         plots = {n: base64.b64decode(b) for n, b in cached["plots"].items()}
         drilldown = cached["drilldown"]
     else:
-        core, plots, drilldown = _results(records, wanted, pass_k)
+        core, plots, drilldown = _results(records, wanted, pass_k, plotter)
         if memo is not None and key and core["cases"]:
             memo.put_report(
                 key,
@@ -358,75 +369,6 @@ def terminal_summary(summary: dict[str, Any], run_dir: Path) -> str:
 
 
 # -- plots ---------------------------------------------------------------------------
-
-
-def _png(fig: Any, *, left: float, bottom: float = 0.45, top: float = 0.4) -> bytes:
-    """The figure as PNG, with margins in inches set before drawing. Margins found by
-    ``bbox_inches="tight"`` cost a second full draw of every figure (0.6 of the plots'
-    0.65 s on 1,000 cases, ``benchmarks/profile_harness.py``)."""
-    width, height = fig.get_size_inches()
-    fig.subplots_adjust(
-        left=left / width, right=1 - 0.25 / width, bottom=bottom / height, top=1 - top / height
-    )
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110)
-    return buf.getvalue()
-
-
-def _label_width(labels: list[str]) -> float:
-    """Inches taken by the longest y tick label at the default 10 pt font, plus room."""
-    return 0.3 + 0.085 * max((len(label) for label in labels), default=4)
-
-
-def render_plots(summary: dict[str, Any]) -> dict[str, bytes]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    plots: dict[str, bytes] = {}
-    m = summary["metrics"]
-    names = [n for n in METRICS if m[n]["value"] is not None]
-    fig, ax = plt.subplots(figsize=(8, 0.35 * len(names) + 1))
-    vals = [m[n]["value"] for n in names]
-    lo = [m[n]["value"] - m[n]["ci"][0] for n in names]
-    hi = [m[n]["ci"][1] - m[n]["value"] for n in names]
-    colors = ["#2b8a3e" if n in ACCURACY_METRICS else "#c92a2a" for n in names]
-    ax.barh(names, vals, xerr=[lo, hi], color=colors, capsize=3)
-    ax.set_xlim(0, 1)
-    ax.invert_yaxis()
-    ax.set_title("Metrics with 95% bootstrap CI (green: higher is better, red: lower)")
-    plots["metrics.png"] = _png(fig, left=_label_width(names))
-    plt.close(fig)
-
-    conf = summary["confusion"]
-    fig, ax = plt.subplots(figsize=(6, 3))
-    grid = [[conf[g][p] for p in SUBJECT_KINDS] for g in conf]
-    ax.imshow(grid, cmap="Blues")
-    ax.set_xticks(range(len(SUBJECT_KINDS)), SUBJECT_KINDS)
-    ax.set_yticks(range(len(conf)), list(conf))
-    for i, row in enumerate(grid):
-        for j, v in enumerate(row):
-            ax.text(j, i, str(v), ha="center", va="center")
-    ax.set_xlabel("predicted subject")
-    ax.set_ylabel("gold subject")
-    ax.set_title("Attribution confusion")
-    plots["confusion.png"] = _png(fig, left=1.3, bottom=0.7, top=0.35)
-    plt.close(fig)
-
-    rules = summary["breakdown"]["rule"]
-    names = sorted(rules)
-    fig, ax = plt.subplots(figsize=(8, 0.3 * len(names) + 1))
-    vals = [rules[r]["case_pass"]["value"] or 0.0 for r in names]
-    err_lo = [v - (rules[r]["case_pass"]["ci"][0] or 0.0) for v, r in zip(vals, names, strict=True)]
-    err_hi = [(rules[r]["case_pass"]["ci"][1] or 0.0) - v for v, r in zip(vals, names, strict=True)]
-    ax.barh(names, vals, xerr=[err_lo, err_hi], color="#1c7ed6", capsize=3)
-    ax.set_xlim(0, 1)
-    ax.invert_yaxis()
-    ax.set_title("case_pass per rule (95% CI)")
-    plots["rules.png"] = _png(fig, left=_label_width(names))
-    plt.close(fig)
-    return plots
 
 
 # -- HTML ----------------------------------------------------------------------------

@@ -289,6 +289,7 @@ class Runner:
     def run(self) -> tuple[Path, dict[str, Any], int]:
         """Run (or resume) and report. Returns the run folder, the summary and the exit
         code (0 ok, 3 provider errors above the tolerance, 4 a replay-only cache miss)."""
+        from hy_eval.harness._plots import PlotWorker
         from hy_eval.harness._report import write_reports
         from hy_eval.llm import ConfigError
 
@@ -355,6 +356,8 @@ class Runner:
             ),
             file=sys.stderr,
         )
+        # Plots are drawn by a second process that imports matplotlib meanwhile (_plots.py).
+        plotter = PlotWorker.start() if todo else None
         started = time.perf_counter()
         miss: CacheMiss | None = None
         try:
@@ -378,6 +381,7 @@ class Runner:
                 pass_k=cfg.pass_k,
                 memo=reuse if miss is None else None,
                 memo_read=self._reuse_read,
+                plotter=plotter,
             )
         except KeyboardInterrupt:
             print(
@@ -389,6 +393,8 @@ class Runner:
         finally:
             if reuse is not None:
                 reuse.close()
+            if plotter is not None:
+                plotter.close()
         if miss is not None:
             raise RunError(str(miss), exit_code=4)
         manifest["finished"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")

@@ -185,6 +185,7 @@ def _memory_template() -> sqlite3.Connection:
 class MemoryStore:
     def __init__(self, path: str | Path = ":memory:") -> None:
         self.path = str(path)
+        self._clear_sql: list[str] | None = None
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
@@ -239,21 +240,41 @@ class MemoryStore:
         """Delete every row, leaving the store as a freshly migrated one: ids start at 1
         again (no table uses AUTOINCREMENT) and the full-text index is emptied. The
         harness reuses in-memory stores across cases this way: a new connection prepares
-        every statement again, which cost more than the case's own store work (0.73 ms
-        against 0.26 ms per case)."""
+        every statement again, which cost more than the case's own store work."""
+        if self._clear_sql is None:
+            self._clear_sql = self._clear_statements()
         with self.transaction() as db:
-            rows = db.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table'")
-            tables = {name: sql or "" for name, sql in rows}
-            virtual = [n for n, sql in tables.items() if sql.upper().startswith("CREATE VIRTUAL")]
-            db.execute("PRAGMA defer_foreign_keys = ON")  # checked at COMMIT, all empty then
-            for name in tables:
-                shadow = any(name.startswith(v + "_") for v in virtual)
-                if name in virtual or shadow or name.startswith("sqlite_"):
-                    continue
-                if name != "schema_migrations":
-                    db.execute(f'DELETE FROM "{name}"')
-            for name in virtual:  # external-content FTS5 tables; their triggers kept them
-                db.execute(f'INSERT INTO "{name}"("{name}") VALUES (\'delete-all\')')
+            for sql in self._clear_sql:
+                db.execute(sql)
+
+    def _clear_statements(self) -> list[str]:
+        """DELETEs for the schema's own tables, referencing tables before the ones they
+        reference (a PRAGMA to defer the checks would cost more than the deletes: it makes
+        SQLite prepare every statement again), then 'delete-all' for each external-content
+        FTS5 table (its triggers already removed the rows; this also drops its segments)."""
+        rows = self.db.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table'")
+        tables = {name: sql or "" for name, sql in rows}
+        virtual = [n for n, sql in tables.items() if sql.upper().startswith("CREATE VIRTUAL")]
+        plain = [
+            n
+            for n in tables
+            if n not in virtual
+            and not any(n.startswith(v + "_") for v in virtual)  # FTS5 shadow tables
+            and not n.startswith("sqlite_")
+            and n != "schema_migrations"
+        ]
+        refs = {
+            n: {r[2] for r in self.db.execute(f'PRAGMA foreign_key_list("{n}")')} for n in plain
+        }
+        ordered: list[str] = []
+        left = plain
+        while left:  # a table goes once nothing left refers to it (all of a cycle at once)
+            ready = [n for n in left if not any(n in refs[m] for m in left if m != n)]
+            ordered += ready or left
+            left = [n for n in left if n not in ordered]
+        return [f'DELETE FROM "{n}"' for n in ordered] + [
+            f'INSERT INTO "{v}"("{v}") VALUES (\'delete-all\')' for v in virtual
+        ]
 
     def migrations(self) -> list[tuple[int, str]]:
         return list(self.db.execute("SELECT version, name FROM schema_migrations ORDER BY 1"))
