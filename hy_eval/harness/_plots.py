@@ -159,7 +159,7 @@ class PlotWorker(Plotter):
         path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
         try:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "hy_eval.harness._plots"],
+                [sys.executable, "-m", "hy_eval.harness._plot_worker"],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
@@ -226,9 +226,12 @@ class PlotWorker(Plotter):
 
 
 def main() -> None:
-    """The worker: import matplotlib now, then answer requests until end of input."""
+    """The worker (``python -m hy_eval.harness._plot_worker``): import matplotlib now, then
+    answer requests until end of input."""
     _pyplot()
     for line in sys.stdin.buffer:
+        if not line.strip():
+            continue
         request = json.loads(line)
         try:
             answer = {
@@ -239,7 +242,3 @@ def main() -> None:
             answer = {"name": request["name"], "error": f"{type(exc).__name__}: {exc}"}
         sys.stdout.write(json.dumps(answer) + "\n")
         sys.stdout.flush()
-
-
-if __name__ == "__main__":
-    main()
