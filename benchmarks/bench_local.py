@@ -4,6 +4,7 @@ ours (grammar checked on the argmax first), and the full suite's wall time.
 
     python benchmarks/bench_local.py            # tokens per second (about a minute)
     python benchmarks/bench_local.py suite      # + the full multi_speaker suite, uncached
+    python benchmarks/bench_local.py batch      # batched decoding: cost and determinism
 """
 
 from __future__ import annotations
@@ -110,6 +111,70 @@ def tokens_per_second() -> None:
     print(f"RATIO JSON generation speed, argmax first / library chain = {speedup:.2f}")
 
 
+def batched_decoding() -> None:
+    """Why the local provider decodes one sequence at a time: llama.cpp can decode several
+    sequences in one batch, cheaper per token, but the logits of a sequence then depend on
+    what it is batched with, so greedy answers would depend on which cases happen to run
+    together (E6)."""
+    import llama_cpp
+    import numpy as np
+
+    from hy_eval.llm._local import LocalProvider
+
+    path = str(LocalProvider().path)
+    holder = llama_cpp.Llama(model_path=path, n_ctx=256, verbose=False)
+    params = llama_cpp.llama_context_default_params()
+    params.n_ctx, params.n_batch, params.n_ubatch, params.n_seq_max = 4 * 2048, 512, 512, 4
+    params.n_threads = params.n_threads_batch = 2
+    ctx = llama_cpp.llama_init_from_model(holder._model.model, params)
+    memory = llama_cpp.llama_get_memory(ctx)
+    n_vocab = holder._n_vocab
+    batch = llama_cpp.llama_batch_init(512, 0, 4)
+
+    def decode(items: list[tuple[int, int, int]]) -> None:  # (token, position, sequence)
+        batch.n_tokens = len(items)
+        for i, (token, pos, seq) in enumerate(items):
+            batch.token[i], batch.pos[i], batch.n_seq_id[i] = token, pos, 1
+            batch.seq_id[i][0], batch.logits[i] = seq, True
+        if llama_cpp.llama_decode(ctx, batch) != 0:
+            raise RuntimeError("llama_decode failed")
+
+    def logits(i: int) -> np.ndarray:
+        ptr = llama_cpp.llama_get_logits_ith(ctx, i)
+        return np.ctypeslib.as_array(ptr, shape=(n_vocab,)).copy()
+
+    messages = _real_extraction_messages()
+    prompt = holder.tokenize(messages[0]["content"].encode(), add_bos=True)[:500]
+    for start in range(0, len(prompt), 500):
+        decode([(t, start + i, 0) for i, t in enumerate(prompt[start : start + 500])])
+    for seq in (1, 2, 3):
+        llama_cpp.llama_memory_seq_cp(memory, 0, seq, -1, -1)
+    steps, feed = 30, prompt[100:130]
+    last: dict[int, list[np.ndarray]] = {}  # batch size -> sequence 0's last logits
+    print(f"{'sequences per batch':<24}{'ms per step':>12}{'ms per token':>14}")
+    for n in (1, 2, 4, 1):
+        started = time.perf_counter()
+        for k in range(steps):
+            decode([(feed[k], len(prompt) + k, seq) for seq in range(n)])
+        ms = (time.perf_counter() - started) / steps * 1000
+        last.setdefault(n, []).append(logits(0))
+        print(f"{n:<24}{ms:>12.1f}{ms / n:>14.1f}")
+        for seq in range(4):
+            llama_cpp.llama_memory_seq_rm(memory, seq, len(prompt), -1)
+
+    def verdict(a: np.ndarray, b: np.ndarray) -> str:
+        if (a == b).all():
+            return "identical"
+        return f"different (max difference {float(np.abs(a - b).max()):.3g})"
+
+    # The same 30 tokens fed to sequence 0: alone twice, then beside 3 copies of itself.
+    print(f"sequence 0's logits after {steps} tokens, alone twice: {verdict(*last[1])}")
+    print(f"alone vs batched with 3 others: {verdict(last[1][0], last[4][0])}")
+    llama_cpp.llama_batch_free(batch)
+    llama_cpp.llama_free(ctx)
+    holder.close()
+
+
 def full_suite() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         started = time.perf_counter()
@@ -136,6 +201,9 @@ def full_suite() -> None:
 
 
 if __name__ == "__main__":
+    if sys.argv[1:] == ["batch"]:
+        batched_decoding()
+        sys.exit()
     tokens_per_second()
     if sys.argv[1:] == ["suite"]:
         full_suite()
