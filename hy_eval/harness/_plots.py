@@ -18,9 +18,10 @@ import base64
 import io
 import json
 import os
-import select
+import queue
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -151,7 +152,19 @@ class PlotWorker(Plotter):
         self._proc = proc
         self._pending: dict[str, Any] = {}  # name -> data, until the worker answers
         self._broken = False
-        self._buffer = b""
+        # Answers are read as they come, so the worker never waits on a full pipe (a PNG
+        # is larger than the pipe's buffer) before drawing the next plot.
+        self._answers: queue.Queue[bytes | None] = queue.Queue()
+        threading.Thread(target=self._read_answers, daemon=True).start()
+
+    def _read_answers(self) -> None:
+        assert self._proc.stdout is not None
+        try:
+            for line in self._proc.stdout:
+                self._answers.put(line)
+        except (OSError, ValueError):  # closed by close()
+            pass
+        self._answers.put(None)
 
     @classmethod
     def start(cls) -> PlotWorker | None:
@@ -180,26 +193,14 @@ class PlotWorker(Plotter):
         except (OSError, ValueError):
             self._broken = True
 
-    def _read_line(self, timeout: float) -> bytes | None:
-        """One answer line, or None on end of output or timeout."""
-        out = self._proc.stdout
-        assert out is not None
-        while b"\n" not in self._buffer:
-            ready, _, _ = select.select([out], [], [], timeout)
-            if not ready:
-                return None
-            chunk = os.read(out.fileno(), 1 << 20)
-            if not chunk:
-                return None
-            self._buffer += chunk
-        line, _, self._buffer = self._buffer.partition(b"\n")
-        return line
-
     def collect(self) -> dict[str, bytes]:
         order = list(self._pending)
         drawn: dict[str, bytes] = {}
         while self._pending and not self._broken:
-            line = self._read_line(WORKER_TIMEOUT)
+            try:
+                line = self._answers.get(timeout=WORKER_TIMEOUT)
+            except queue.Empty:
+                line = None
             try:
                 answer = json.loads(line or b"")
                 drawn[answer["name"]] = base64.b64decode(answer["png"])

@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import html
 import json
+from array import array
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -42,7 +43,11 @@ class _Scan:
     """Everything the reports need from ``cases.jsonl``, gathered in one streaming pass."""
 
     def __init__(self, records_path: Path, wanted: set[str] | None) -> None:
-        self.rows: list[dict[str, Any]] = []
+        # One compact row per record (no dict per record: 10,000 of them were most of
+        # what grew with the suite): (id, repeat), (lang, rules, tags, passed), counts.
+        self.keys: list[tuple[str, int]] = []
+        self.labels: list[tuple[str, tuple[str, ...], tuple[str, ...], bool]] = []
+        self.counts = array("d")  # per record: num, den of each metric in METRICS order
         self.tokens_in = self.tokens_out = 0
         self.costs: list[float | None] = []
         self.confusion: Counter[tuple[str, str]] = Counter()
@@ -57,22 +62,18 @@ class _Scan:
                 continue
             score = rec["score"]
             counts = score["counts"]
-            row: dict[str, Any] = {
-                "id": rec["id"],
-                "repeat": rec.get("repeat", 0),
-                "lang": rec["lang"],
-                "rules": rec["rules"],
-                "tags": rec["tags"],
-                "passed": score["passed"],
-            }
-            per = self.per_repeat.setdefault(row["repeat"], {m: [0.0, 0.0] for m in METRICS})
+            repeat = rec.get("repeat", 0)
+            self.keys.append((rec["id"], repeat))
+            self.labels.append(
+                (rec["lang"], tuple(rec["rules"]), tuple(rec["tags"]), bool(score["passed"]))
+            )
+            per = self.per_repeat.setdefault(repeat, {m: [0.0, 0.0] for m in METRICS})
             for metric in METRICS:
                 num, den = counts.get(metric, (0, 0))
-                row[f"{metric}_num"] = num
-                row[f"{metric}_den"] = den
+                self.counts.append(num)
+                self.counts.append(den)
                 per[metric][0] += num
                 per[metric][1] += den
-            self.rows.append(row)
             self.tokens_in += rec.get("tokens", {}).get("input", 0)
             self.tokens_out += rec.get("tokens", {}).get("output", 0)
             if rec["status"] == "ok":
@@ -102,21 +103,38 @@ class _Scan:
                 parts.append(f'<h4 id="{anchor}">{anchor}</h4><pre>{_esc(text)}</pre>')
         return "\n".join(parts)
 
+    def columns(self) -> dict[str, Any]:
+        """The rows as columns, ordered by case id and repeat (see :func:`counts_table`)."""
+        import numpy as np
 
-def counts_table(rows: list[dict[str, Any]], pass_k: int | None = None) -> Any:
+        order = sorted(range(len(self.keys)), key=self.keys.__getitem__)
+        counts = np.frombuffer(self.counts, dtype=float).reshape(-1, 2 * len(METRICS))[order]
+        out: dict[str, Any] = {
+            "id": [self.keys[i][0] for i in order],
+            "repeat": [self.keys[i][1] for i in order],
+        }
+        for j, name in enumerate(("lang", "rules", "tags", "passed")):
+            out[name] = [self.labels[i][j] for i in order]
+        for j, metric in enumerate(METRICS):
+            out[f"{metric}_num"] = counts[:, 2 * j]
+            out[f"{metric}_den"] = counts[:, 2 * j + 1]
+        return out
+
+
+def counts_table(columns: dict[str, Any], pass_k: int | None = None) -> Any:
     """One row per case: id, lang, rules, tags and ``<metric>_num``/``<metric>_den``.
 
     With repeats, a case's counts are summed over its repeats (so the bootstrap resamples
     cases, not repeats) and it passes when at least ``pass_k`` repeats pass (default:
     all of them); ``runs`` and ``passes`` say how many ran and passed.
 
-    Rows are ordered by case id and repeat, not by the order of ``cases.jsonl`` (the order
-    cases finished in): the bootstrap draws rows by position, so the CIs of the same
-    records must not depend on which answer came back first (E3, E6).
+    ``columns`` must be ordered by case id and repeat, not in the order of ``cases.jsonl``
+    (the order cases finished in): the bootstrap draws rows by position, so the CIs of the
+    same records must not depend on which answer came back first (E3, E6).
     """
     import pandas as pd
 
-    df = pd.DataFrame(sorted(rows, key=lambda r: (r["id"], r["repeat"])))
+    df = pd.DataFrame(columns)
     if df.empty or df["repeat"].max() == 0:
         if not df.empty:
             df["runs"], df["passes"] = 1, df["passed"].astype(int)
@@ -182,7 +200,7 @@ def _results(
     """What the records alone decide: the summary's results, the plots and the drill-down.
     Each plot is handed to ``plotter`` as soon as its numbers exist (see ``_plots.py``)."""
     scan = _Scan(records, wanted)
-    df = counts_table(scan.rows, pass_k)
+    df = counts_table(scan.columns(), pass_k)
     if df.empty:
         return {"cases": 0, "metrics": {m: ratio_with_ci([], []) for m in METRICS}}, {}, ""
     plotter = plotter or Plotter()

@@ -21,8 +21,11 @@ def _weight_chunks(n: int, samples: int, seed: int) -> Iterator[np.ndarray]:
     done = 0
     while done < samples:
         b = min(chunk, samples - done)
-        idx = rng.integers(0, n, size=(b, n)) + (np.arange(b) * n)[:, None]
-        yield np.bincount(idx.ravel(), minlength=b * n).reshape(b, n).astype(float)
+        idx = rng.integers(0, n, size=(b, n))
+        idx += (np.arange(b) * n)[:, None]  # in place: one chunk-sized array less
+        drawn = np.bincount(idx.ravel(), minlength=b * n)
+        del idx
+        yield drawn.reshape(b, n).astype(float)
         done += b
 
 
@@ -69,6 +72,7 @@ def ratios_with_ci(
         for weights in _weight_chunks(len(dens), samples, seed):
             num_parts.append(weights @ nums)
             den_parts.append(weights @ dens)
+            del weights  # not alive while the next chunk is drawn
     num_sums = np.concatenate(num_parts)
     den_sums = np.concatenate(den_parts)
     alpha = (1 - level) / 2
