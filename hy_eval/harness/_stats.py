@@ -35,8 +35,8 @@ _blas: Any = None
 def _one_blas_thread() -> Any:
     """OpenBLAS on one thread for the resampling products. They are small (2,000 x cases
     by cases x 14) and its threads cost more than they give, far more when the other core
-    is busy (drawing the plots, or the model server): breakdowns of 1,000 cases took
-    0.27-0.28 s on one thread, 0.49-0.93 s on two. The sums are exact integers in
+    is busy (drawing the plots, or the model server; see the report phase that
+    ``benchmarks/bench_harness.py throughput`` prints). The sums are exact integers in
     float64 either way, so the CIs do not change."""
     global _blas
     if _blas is None:
