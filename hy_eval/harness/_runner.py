@@ -32,6 +32,7 @@ from hy_eval.harness._dataset import (
     filter_cases,
     load_suite,
 )
+from hy_eval.harness._plots import PlotWorker
 from hy_eval.harness._reuse import ResultCache, case_record_key, record_identity
 from hy_eval.harness._scoring import Outcome, score_case
 from hy_eval.llm import CacheMiss, LLMClient, PriceTable, ProviderError, Usage, build_client
@@ -289,7 +290,6 @@ class Runner:
     def run(self) -> tuple[Path, dict[str, Any], int]:
         """Run (or resume) and report. Returns the run folder, the summary and the exit
         code (0 ok, 3 provider errors above the tolerance, 4 a replay-only cache miss)."""
-        from hy_eval.harness._plots import PlotWorker
         from hy_eval.harness._report import write_reports
         from hy_eval.llm import ConfigError
 
@@ -356,8 +356,9 @@ class Runner:
             ),
             file=sys.stderr,
         )
-        # Plots are drawn by a second process that imports matplotlib meanwhile (_plots.py).
-        plotter = PlotWorker.start() if todo else None
+        # Plots are drawn by a second process that imports matplotlib while cases run
+        # (_plots.py); started with the first case that is not reused from the cache.
+        self._plotter: PlotWorker | None = None
         started = time.perf_counter()
         miss: CacheMiss | None = None
         try:
@@ -381,7 +382,7 @@ class Runner:
                 pass_k=cfg.pass_k,
                 memo=reuse if miss is None else None,
                 memo_read=self._reuse_read,
-                plotter=plotter,
+                plotter=self._plotter,
             )
         except KeyboardInterrupt:
             print(
@@ -393,8 +394,8 @@ class Runner:
         finally:
             if reuse is not None:
                 reuse.close()
-            if plotter is not None:
-                plotter.close()
+            if self._plotter is not None:
+                self._plotter.close()
         if miss is not None:
             raise RunError(str(miss), exit_code=4)
         manifest["finished"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
@@ -447,6 +448,8 @@ class Runner:
                     self.records_reused += 1
                     error = False  # only records without a provider error are kept
                 else:
+                    if self._plotter is None:
+                        self._plotter = PlotWorker.start()
                     record = await run_case(
                         suite.parse_case(ref, text),
                         llm,
