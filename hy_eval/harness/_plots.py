@@ -1,12 +1,12 @@
 """The report's three plots (E7), drawn in-process or by a helper process.
 
 Drawing is the largest part of a report (three matplotlib figures, after importing
-matplotlib). A run therefore starts a :class:`PlotWorker` with its cases: a second Python
-process that imports matplotlib while the model is being asked, then draws each plot as
-soon as its numbers exist, the metrics and confusion plots while this process computes
-the per-rule CIs that the third plot shows. Both processes run the same :func:`draw`, so
-the PNG bytes are the same; if the worker cannot start, fails or is slow, the plots it
-owes are drawn here instead.
+matplotlib). A run therefore starts a :class:`PlotWorker` with its first case that is
+not reused from the cache: a second Python process that imports matplotlib while the
+model is being asked, then draws each plot as soon as its numbers exist, the metrics and
+confusion plots while this process computes the per-rule CIs that the third plot shows.
+Both processes run the same :func:`draw`, so the PNG bytes are the same; if the worker
+cannot start, fails or is slow, the plots it owes are drawn here instead.
 
 The worker reads one JSON request per line on stdin and answers one JSON line per request
 on stdout; it stops at end of input, so it also ends when the run is killed.
