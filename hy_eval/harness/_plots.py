@@ -57,22 +57,35 @@ def _label_width(labels: list[str]) -> float:
     return 0.3 + 0.085 * max((len(label) for label in labels), default=4)
 
 
-def _metrics_plot(metrics: dict[str, Any]) -> bytes:
+def _ci_bars(
+    names: list[str],
+    values: list[float],
+    errors: tuple[list[float], list[float]],
+    colors: str | list[str],
+    title: str,
+    row_height: float,
+) -> bytes:
+    """Horizontal bars in [0, 1] with their CIs as error bars, first name on top."""
     plt = _pyplot()
-    names = [n for n in METRICS if metrics[n]["value"] is not None]
-    fig, ax = plt.subplots(figsize=(8, 0.35 * len(names) + 1))
-    vals = [metrics[n]["value"] for n in names]
-    lo = [metrics[n]["value"] - metrics[n]["ci"][0] for n in names]
-    hi = [metrics[n]["ci"][1] - metrics[n]["value"] for n in names]
-    colors = ["#2b8a3e" if n in ACCURACY_METRICS else "#c92a2a" for n in names]
-    ax.barh(names, vals, xerr=[lo, hi], color=colors, capsize=3)
+    fig, ax = plt.subplots(figsize=(8, row_height * len(names) + 1))
+    ax.barh(names, values, xerr=list(errors), color=colors, capsize=3)
     ax.set_xlim(0, 1)
     ax.invert_yaxis()
-    ax.set_title("Metrics with 95% bootstrap CI (green: higher is better, red: lower)")
+    ax.set_title(title)
     try:
         return _png(fig, left=_label_width(names))
     finally:
         plt.close(fig)
+
+
+def _metrics_plot(metrics: dict[str, Any]) -> bytes:
+    names = [n for n in METRICS if metrics[n]["value"] is not None]
+    vals = [metrics[n]["value"] for n in names]
+    lo = [metrics[n]["value"] - metrics[n]["ci"][0] for n in names]
+    hi = [metrics[n]["ci"][1] - metrics[n]["value"] for n in names]
+    colors = ["#2b8a3e" if n in ACCURACY_METRICS else "#c92a2a" for n in names]
+    title = "Metrics with 95% bootstrap CI (green: higher is better, red: lower)"
+    return _ci_bars(names, vals, (lo, hi), colors, title, 0.35)
 
 
 def _confusion_plot(conf: dict[str, dict[str, int]]) -> bytes:
@@ -95,21 +108,12 @@ def _confusion_plot(conf: dict[str, dict[str, int]]) -> bytes:
 
 
 def _rules_plot(rules: dict[str, dict[str, Any]]) -> bytes:
-    plt = _pyplot()
     names = sorted(rules)
-    fig, ax = plt.subplots(figsize=(8, 0.3 * len(names) + 1))
     cis = [rules[r]["case_pass"]["ci"] for r in names]
     vals = [rules[r]["case_pass"]["value"] or 0.0 for r in names]
     err_lo = [v - (ci[0] or 0.0) for v, ci in zip(vals, cis, strict=True)]
     err_hi = [(ci[1] or 0.0) - v for v, ci in zip(vals, cis, strict=True)]
-    ax.barh(names, vals, xerr=[err_lo, err_hi], color="#1c7ed6", capsize=3)
-    ax.set_xlim(0, 1)
-    ax.invert_yaxis()
-    ax.set_title("case_pass per rule (95% CI)")
-    try:
-        return _png(fig, left=_label_width(names))
-    finally:
-        plt.close(fig)
+    return _ci_bars(names, vals, (err_lo, err_hi), "#1c7ed6", "case_pass per rule (95% CI)", 0.3)
 
 
 #: Plot file -> what draws it from its data (the overall metrics, the confusion counts,
