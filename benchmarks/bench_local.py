@@ -37,7 +37,8 @@ def _real_extraction_messages() -> list[dict[str, str]]:
 def tokens_per_second() -> None:
     import llama_cpp
 
-    from hy_eval.llm._local import LocalProvider, _fast_grammar_class
+    from hy_eval.llm._llama_worker import fast_grammar_class, plain_class
+    from hy_eval.llm._local import LocalProvider
     from hy_eval.memory import PromptLibrary
     from hy_eval.memory._extract import EXTRACTION_SCHEMA
 
@@ -51,8 +52,8 @@ def tokens_per_second() -> None:
         "lang": "en",
     }
     system = prompts.render("extract", "en", variables).system
-    fast = _fast_grammar_class(llama_cpp)(model_path=path, n_ctx=8192, verbose=False)
-    plain = llama_cpp.Llama(model_path=path, n_ctx=8192, verbose=False)
+    fast = fast_grammar_class(llama_cpp)(model_path=path, n_ctx=8192, verbose=False)
+    plain = plain_class(llama_cpp)(model_path=path, n_ctx=8192, verbose=False)
     fast.create_chat_completion(messages=[{"role": "user", "content": "hi"}], max_tokens=1)
     rows = []
     for label, content in (
@@ -119,10 +120,11 @@ def batched_decoding() -> None:
     import llama_cpp
     import numpy as np
 
+    from hy_eval.llm._llama_worker import plain_class
     from hy_eval.llm._local import LocalProvider
 
     path = str(LocalProvider().path)
-    holder = llama_cpp.Llama(model_path=path, n_ctx=256, verbose=False)
+    holder = plain_class(llama_cpp)(model_path=path, n_ctx=256, verbose=False)
     params = llama_cpp.llama_context_default_params()
     params.n_ctx, params.n_batch, params.n_ubatch, params.n_seq_max = 4 * 2048, 512, 512, 4
     params.n_threads = params.n_threads_batch = 2

@@ -11,6 +11,8 @@ commands that use them, so ``--help`` stays fast.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import faulthandler
 import json
 import sys
 from collections.abc import Sequence
@@ -722,7 +724,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _enable_faulthandler() -> None:
+    """A native crash (a model library's segfault) prints where it happened on stderr."""
+    if faulthandler.is_enabled():
+        return
+    with contextlib.suppress(AttributeError, OSError, ValueError):  # stderr without a fd
+        faulthandler.enable()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    _enable_faulthandler()
     args_list = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     if not args_list or (args_list[0] not in COMMANDS and args_list[0] not in ("-h", "--help")):

@@ -35,7 +35,15 @@ from hy_eval.harness._dataset import (
 from hy_eval.harness._plots import PlotWorker
 from hy_eval.harness._reuse import ResultCache, case_record_key, record_identity
 from hy_eval.harness._scoring import Outcome, score_case
-from hy_eval.llm import CacheMiss, LLMClient, PriceTable, ProviderError, Usage, build_client
+from hy_eval.llm import (
+    CacheMiss,
+    LLMClient,
+    ModelProcessDied,
+    PriceTable,
+    ProviderError,
+    Usage,
+    build_client,
+)
 from hy_eval.memory import MemoryClient, MemoryStore, PromptLibrary
 from hy_eval.memory._prompts import LANGUAGES, STAGES
 
@@ -371,6 +379,14 @@ class Runner:
                     "dataset error: " + "; ".join(exc.problems[:5]) + f" (finished cases are "
                     f"kept in {records}; resume with --resume {run_dir})"
                 ) from None
+            except ModelProcessDied as exc:
+                # A native crash of the model library: the finished cases are on disk.
+                kept = len(repair_records(records))
+                raise RunError(
+                    f"{exc.describe()}; {kept} case{'' if kept == 1 else 's'} kept in {records}; "
+                    f"finish with --resume {run_dir}",
+                    exit_code=3,
+                ) from None
             wall = time.perf_counter() - started
             stats = {**llm.stats.as_dict(), "records_reused": self.records_reused}
             summary = write_reports(
@@ -450,16 +466,20 @@ class Runner:
                 else:
                     if self._plotter is None:
                         self._plotter = PlotWorker.start()
-                    record = await run_case(
-                        suite.parse_case(ref, text),
-                        llm,
-                        prompts,
-                        prices,
-                        self.config.guard,
-                        repeat=repeat,
-                        temperature=self.config.temperature,
-                        store=store,
-                    )
+                    try:
+                        record = await run_case(
+                            suite.parse_case(ref, text),
+                            llm,
+                            prompts,
+                            prices,
+                            self.config.guard,
+                            repeat=repeat,
+                            temperature=self.config.temperature,
+                            store=store,
+                        )
+                    except ModelProcessDied as exc:
+                        exc.case_id = ref.id if repeat == 0 else f"{ref.id} repeat {repeat}"
+                        raise
                     store.clear()
                     line = json.dumps(record, ensure_ascii=False) + "\n"
                     error = record["status"] == "error"

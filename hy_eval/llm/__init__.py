@@ -3,6 +3,7 @@ cache with record/replay, retries, concurrency, usage and cost."""
 
 from hy_eval.llm._base import (
     Completion,
+    ModelProcessDied,
     Provider,
     ProviderError,
     Request,
@@ -25,6 +26,7 @@ __all__ = [
     "Completion",
     "ConfigError",
     "LLMClient",
+    "ModelProcessDied",
     "ModelSpec",
     "PriceTable",
     "Provider",

@@ -89,6 +89,31 @@ class ProviderError(Exception):
         return self.kind in RETRYABLE_KINDS
 
 
+class ModelProcessDied(Exception):
+    """The local model's own process ended in the middle of a call (a native crash of the
+    model library, or a kill). Not a :class:`ProviderError`: it is not one case's failure
+    but the run's, which stops with its finished cases kept (the runner adds the case)."""
+
+    def __init__(self, returncode: int, case_id: str | None = None) -> None:
+        self.returncode = returncode
+        self.case_id = case_id
+        super().__init__(self.describe())
+
+    def describe(self) -> str:
+        if self.returncode < 0:
+            import signal
+
+            try:
+                name = f", {signal.Signals(-self.returncode).name}"
+            except ValueError:
+                name = ""
+            how = f"died (signal {-self.returncode}{name})"
+        else:
+            how = f"exited with code {self.returncode}"
+        where = f" on case {self.case_id}" if self.case_id else ""
+        return f"local model process {how}{where}"
+
+
 class Provider(Protocol):
     """One model endpoint. Implementations live one per file and import their SDK lazily."""
 

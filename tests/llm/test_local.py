@@ -1,9 +1,21 @@
 """Real calls to the embedded SmolLM2-135M model through the local provider (llama.cpp)."""
 
 import asyncio
+import json
+import os
+import signal
+import threading
+import time
 
+import pytest
+
+from hy_eval.harness import RunConfig, RunError, Runner
 from hy_eval.llm import LLMClient, Request, make_provider
-from hy_eval.llm._local import embedded_model_path
+from hy_eval.llm._local import embedded_model_path, model_process
+
+from ..harness.test_run import write_suite
+
+pytestmark = pytest.mark.slow
 
 SCHEMA = {
     "type": "object",
@@ -59,11 +71,11 @@ def test_grammar_checked_on_the_argmax_first_gives_the_library_s_tokens():
     masked only when it is refused) against llama-cpp-python's own chain, same prompts."""
     import llama_cpp
 
-    from hy_eval.llm._local import _fast_grammar_class
+    from hy_eval.llm._llama_worker import fast_grammar_class, plain_class
 
     path = str(embedded_model_path())
-    fast = _fast_grammar_class(llama_cpp)(model_path=path, n_ctx=2048, verbose=False)
-    plain = llama_cpp.Llama(model_path=path, n_ctx=2048, verbose=False)
+    fast = fast_grammar_class(llama_cpp)(model_path=path, n_ctx=2048, verbose=False)
+    plain = plain_class(llama_cpp)(model_path=path, n_ctx=2048, verbose=False)
     try:
         for text in ("[user]: I work at Stripe.\n[John]: I am a nurse.", "[user]: 我喜欢喝茶。"):
             kwargs = dict(
@@ -91,3 +103,53 @@ def test_grammar_checked_on_the_argmax_first_gives_the_library_s_tokens():
     finally:
         fast.close()
         plain.close()
+
+
+def test_models_load_without_extra_buffer_types():
+    """Issue 13: llama.cpp's AMX weight repack (an extra buffer type) segfaults in decode
+    on some Xeons; every model the worker loads has use_extra_bufts off, and the library's
+    default is left as it was."""
+    import llama_cpp
+
+    from hy_eval.llm._llama_worker import load_model
+
+    assert llama_cpp.llama_cpp.llama_model_default_params().use_extra_bufts is True
+    llm = load_model(llama_cpp, str(embedded_model_path()), 512)
+    try:
+        assert llm.model_params.use_extra_bufts is False
+        assert llm.create_completion("Hello", max_tokens=2)["choices"][0]["text"] is not None
+    finally:
+        llm.close()
+    assert llama_cpp.llama_cpp.llama_model_default_params().use_extra_bufts is True
+
+
+def test_the_real_model_process_killed_mid_run_then_resumed(tmp_path):
+    """The llama.cpp worker killed with SIGSEGV after the first finished case: exit 3 with
+    the case named, the finished case kept, and --resume completes the run (issue 13)."""
+    write_suite(tmp_path / "suite", 3)
+    cfg = dict(suite=str(tmp_path / "suite"), cache_mode="off", progress=False)
+    run_dir = tmp_path / "run"
+    records = run_dir / "cases.jsonl"
+    provider = make_provider("local")
+
+    def kill_after_first_case():
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            if records.exists() and records.read_text(encoding="utf-8").count("\n") >= 1:
+                pid = model_process(provider.path, provider.n_ctx).pid
+                if pid is not None:
+                    os.kill(pid, signal.SIGSEGV)
+                return
+            time.sleep(0.05)
+
+    killer = threading.Thread(target=kill_after_first_case)
+    killer.start()
+    with pytest.raises(RunError) as info:
+        Runner(RunConfig(out=str(run_dir), **cfg)).run()
+    killer.join()
+    assert info.value.exit_code == 3
+    assert str(info.value).startswith("local model process died (signal 11, SIGSEGV) on case t-0")
+    kept = [json.loads(line)["id"] for line in records.read_text(encoding="utf-8").splitlines()]
+    assert kept and f"{len(kept)} case" in str(info.value)
+    _, summary, code = Runner(RunConfig(resume=str(run_dir), **cfg)).run()
+    assert code == 0 and summary["metrics"]["case_pass"]["n"] == 3

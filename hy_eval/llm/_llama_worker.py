@@ -1,0 +1,276 @@
+"""The embedded model's own process: llama.cpp through ``llama-cpp-python``, serving one
+request per line on a pipe.
+
+The local provider (``_local.py``) starts this file as a script, so that a native crash
+of the model library (llama.cpp's AMX matrix multiply segfaults on some Xeons, issue 13)
+ends this process and not the harness, which then says which case it was on and keeps
+the finished ones. It imports nothing of hy_eval (running it by path keeps the package's
+SDK imports out of its start-up).
+
+Protocol: one JSON object per line on stdin, ``{"messages", "temperature", "max_tokens",
+"seed"?, "schema"?}``; one JSON object per line on the original stdout, ``{"text",
+"finish_reason", "prompt_tokens", "completion_tokens"}`` or ``{"error": "bad_request",
+"message"}``. File descriptor 1 is pointed at stderr first, so that anything the native
+library prints cannot corrupt the answers. SIGINT is ignored: the harness decides when a
+run stops; end of input ends this process.
+
+Models are loaded without llama.cpp's extra buffer types (``use_extra_bufts = False``):
+with them the CPU backend repacks weights for its AMX (or other repacked) kernels, and the
+AMX path segfaults in decode on some Sapphire-Rapids-class CPUs.
+
+Structured output uses llama.cpp's JSON-schema constrained decoding, so even the tiny
+default model returns schema-valid JSON (unless cut off by ``max_tokens``). Greedy
+decoding (temperature 0) checks the grammar on the most likely token first and masks the
+whole vocabulary only when that token is refused (:class:`GreedyGrammar`): the same
+tokens as masking first, about 1.4 times as fast (``benchmarks/bench_local.py``).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import faulthandler
+import json
+import os
+import signal
+import sys
+from collections.abc import Callable, Iterator
+from typing import IO, Any
+
+#: At most this many llama.cpp contexts per process, one per system prompt (LRU).
+MAX_CONTEXTS = 4
+
+
+def load_model(llama_cpp: Any, path: str, n_ctx: int) -> Any:
+    """A :func:`fast_grammar_class` model for ``path``, loaded without extra buffer types."""
+    return fast_grammar_class(llama_cpp)(
+        model_path=path,
+        n_ctx=n_ctx,
+        n_threads=max(1, min(4, os.cpu_count() or 1)),
+        verbose=False,
+    )
+
+
+class ContextPool:
+    """llama.cpp contexts for one model file, one per system prompt, least recently used
+    evicted past :data:`MAX_CONTEXTS`.
+
+    llama.cpp reuses the evaluated prefix of the previous prompt in a context. Extraction
+    and reconcile prompts (and English and Chinese ones) alternate within a run, so one
+    context would evaluate each system prompt again at every switch; a context per system
+    prompt keeps each prefix evaluated, without copying state in and out. Calls come one at
+    a time, on this process's main thread (llama.cpp's OpenMP build keeps a thread team per
+    calling thread; one calling thread keeps one team)."""
+
+    def __init__(self, path: str, n_ctx: int, loader: Callable[[], Any]) -> None:
+        self.path = path
+        self.n_ctx = n_ctx
+        self._loader = loader
+        self._contexts: dict[str, Any] = {}  # system prompt -> Llama, oldest first
+
+    def get(self, system: str) -> Any:
+        llm = self._contexts.pop(system, None)
+        if llm is None:
+            if len(self._contexts) >= MAX_CONTEXTS:
+                oldest = next(iter(self._contexts))
+                self._contexts.pop(oldest).close()
+            llm = self._loader()
+        self._contexts[system] = llm
+        return llm
+
+    def close(self) -> None:
+        for llm in self._contexts.values():
+            llm.close()
+        self._contexts.clear()
+
+
+def answer(pool: ContextPool, request: dict[str, Any]) -> dict[str, Any]:
+    """One chat completion for one protocol request."""
+    messages = request["messages"]
+    system = messages[0]["content"] if messages and messages[0]["role"] == "system" else ""
+    kwargs: dict[str, Any] = {
+        "messages": messages,
+        "temperature": request["temperature"],
+        "max_tokens": request["max_tokens"],
+    }
+    if request.get("seed") is not None:
+        kwargs["seed"] = request["seed"]
+    if request.get("schema") is not None:
+        kwargs["response_format"] = {"type": "json_object", "schema": request["schema"]}
+    resp = pool.get(system).create_chat_completion(**kwargs)
+    choice = resp["choices"][0]
+    usage = resp.get("usage") or {}
+    return {
+        "text": choice["message"].get("content") or "",
+        "finish_reason": choice.get("finish_reason"),
+        "prompt_tokens": usage.get("prompt_tokens", 0),
+        "completion_tokens": usage.get("completion_tokens", 0),
+    }
+
+
+def serve(pool: ContextPool, lines: Iterator[str], out: IO[str]) -> None:
+    """Answer each request line until end of input. A Python error (a prompt longer than
+    the context window, text that is not valid UTF-8) is that request's error answer."""
+    for line in lines:
+        try:
+            reply = answer(pool, json.loads(line))
+        except Exception as exc:  # one bad request must not end the process
+            reply = {"error": "bad_request", "message": f"{type(exc).__name__}: {exc}"}
+        out.write(json.dumps(reply) + "\n")
+        out.flush()
+    pool.close()
+
+
+class GreedyGrammar:
+    """One grammar's state for one greedy generation, checked on the argmax token first.
+
+    Equivalent to llama.cpp's chain "grammar, then greedy": the argmax over the tokens the
+    grammar allows is the overall argmax whenever the grammar allows that token (ties go
+    to the lowest id in both). Only when it is refused is the whole vocabulary masked."""
+
+    def __init__(self, llama_cpp: Any, llm: Any, grammar: Any) -> None:
+        import numpy as np
+
+        self._np = np
+        self._lc = llama_cpp
+        self._ctx = llm._ctx.ctx
+        self._n_vocab = n = int(llm._n_vocab)
+        self._sampler = llama_cpp.llama_sampler_init_grammar(
+            llm._model.vocab, grammar._grammar.encode("utf-8"), grammar._root.encode("utf-8")
+        )
+        self._one = (llama_cpp.llama_token_data * 1)()
+        self._all = (llama_cpp.llama_token_data * n)()
+        self._all_view = np.ctypeslib.as_array(self._all)
+        self._ids = np.arange(n, dtype=self._all_view["id"].dtype)
+        self.full_masks = 0
+        self.tokens = 0
+
+    def _apply(self, data: Any, size: int) -> None:
+        arr = self._lc.llama_token_data_array(data=data, size=size, selected=-1, sorted=False)
+        self._lc.llama_sampler_apply(self._sampler, ctypes.byref(arr))
+
+    def sample(self, ridx: int) -> int:
+        np = self._np
+        ptr = self._lc.llama_get_logits_ith(self._ctx, ridx)
+        logits = np.ctypeslib.as_array(ptr, shape=(self._n_vocab,))
+        token = int(logits.argmax())
+        self._one[0].id = token
+        self._one[0].logit = float(logits[token])
+        self._one[0].p = 0.0
+        self._apply(self._one, 1)
+        if self._one[0].logit == float("-inf"):
+            self.full_masks += 1
+            view = self._all_view
+            view["id"] = self._ids
+            view["logit"] = logits
+            view["p"] = 0.0
+            self._apply(self._all, self._n_vocab)
+            token = int(view["id"][int(view["logit"].argmax())])
+        self._lc.llama_sampler_accept(self._sampler, token)
+        self.tokens += 1
+        return token
+
+    def close(self) -> None:
+        if self._sampler is not None:
+            self._lc.llama_sampler_free(self._sampler)
+            self._sampler = None
+
+
+_CLASSES: dict[str, Any] = {}
+
+
+def plain_class(llama_cpp: Any) -> Any:
+    """``llama_cpp.Llama`` loaded without llama.cpp's extra buffer types.
+
+    ``Llama.__init__`` has no argument for it: while it runs, the library's default model
+    parameters are swapped for ones with ``use_extra_bufts = False`` (one thread loads;
+    the original function is put back before ``__init__`` returns)."""
+    if "plain" in _CLASSES:
+        return _CLASSES["plain"]
+    low = llama_cpp.llama_cpp
+
+    class PlainLlama(llama_cpp.Llama):  # type: ignore[misc]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            default = low.llama_model_default_params
+
+            def without_extra_bufts() -> Any:
+                params = default()
+                params.use_extra_bufts = False
+                return params
+
+            low.llama_model_default_params = without_extra_bufts
+            try:
+                super().__init__(*args, **kwargs)
+            finally:
+                low.llama_model_default_params = default
+
+    _CLASSES["plain"] = PlainLlama
+    return PlainLlama
+
+
+def fast_grammar_class(llama_cpp: Any) -> Any:
+    """:func:`plain_class` with :class:`GreedyGrammar` in place of the grammar sampler when
+    decoding is greedy and nothing else reshapes the logits; any other setting takes the
+    library's own path unchanged.
+
+    Private parts relied on (pinned in pyproject.toml): ``Llama.__init__`` reading
+    ``llama_cpp.llama_cpp.llama_model_default_params`` and keeping the result in
+    ``model_params``; ``_init_sampler``; ``sample(idx=)``; ``_ctx``, ``_model.vocab``,
+    ``_n_vocab``, ``n_tokens``; ``LlamaGrammar._grammar`` and ``_root``."""
+    if "fast" in _CLASSES:
+        return _CLASSES["fast"]
+
+    class FastGrammarLlama(plain_class(llama_cpp)):  # type: ignore[misc]
+        _greedy_grammar: GreedyGrammar | None = None
+
+        def _init_sampler(self, *args: Any, **kwargs: Any) -> Any:
+            if self._greedy_grammar is not None:
+                self._greedy_grammar.close()
+                self._greedy_grammar = None
+            plain = (
+                not args
+                and kwargs.get("temp") == 0.0
+                and kwargs.get("logits_processor") is None
+                and kwargs.get("repeat_penalty", 1.0) == 1.0
+                and kwargs.get("frequency_penalty", 0.0) == 0.0
+                and kwargs.get("presence_penalty", 0.0) == 0.0
+            )
+            if plain and kwargs.get("grammar") is not None:
+                self._greedy_grammar = GreedyGrammar(llama_cpp, self, kwargs["grammar"])
+                kwargs["grammar"] = None
+            return super()._init_sampler(*args, **kwargs)
+
+        def sample(self, *args: Any, idx: int | None = None, **kwargs: Any) -> int:
+            if self._greedy_grammar is None or self._sampler is None:
+                return int(super().sample(*args, idx=idx, **kwargs))
+            return self._greedy_grammar.sample(idx - self.n_tokens if idx is not None else -1)
+
+        def close(self) -> None:
+            if self._greedy_grammar is not None:
+                self._greedy_grammar.close()
+                self._greedy_grammar = None
+            super().close()
+
+    _CLASSES["fast"] = FastGrammarLlama
+    return FastGrammarLlama
+
+
+def main(argv: list[str]) -> int:
+    """``_llama_worker.py MODEL.gguf N_CTX``: serve requests on stdin until it closes."""
+    faulthandler.enable()  # a native crash prints where it happened, on stderr
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    out = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    path, n_ctx = argv[0], int(argv[1])
+    try:
+        import llama_cpp
+    except ImportError:
+        print("hy-eval: the local provider needs llama-cpp-python", file=sys.stderr)
+        return 2
+    pool = ContextPool(path, n_ctx, lambda: load_model(llama_cpp, path, n_ctx))
+    serve(pool, iter(sys.stdin.readline, ""), out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

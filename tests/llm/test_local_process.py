@@ -1,0 +1,134 @@
+"""The embedded model runs in a process of its own (issue 13): a native crash there stops
+the run with a one-line message naming the case, keeps the finished cases, and --resume
+completes the run. These tests put a scripted stand-in behind the real pipe protocol
+(tests/llm/fake_llama_worker.py); the real llama.cpp worker is tested in test_local.py."""
+
+import asyncio
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from hy_eval.cli import main
+from hy_eval.harness import RunConfig, RunError, Runner
+from hy_eval.llm import LLMClient, ModelProcessDied, ProviderError, Request, _local, make_provider
+
+from ..harness.test_run import write_suite
+
+FAKE = Path(__file__).with_name("fake_llama_worker.py")
+
+
+@pytest.fixture
+def fake_worker(monkeypatch):
+    monkeypatch.setattr(_local, "WORKER_SCRIPT", FAKE)
+
+
+def plan(tmp_path, **fields):
+    path = tmp_path / "plan.gguf"
+    path.write_text(json.dumps({"marker": str(tmp_path / "crashed"), **fields}))
+    return path
+
+
+def call(provider, text="[user]: I like tea."):
+    client = LLMClient(provider, cache_mode="off")
+    request = Request.of([{"role": "user", "content": text}], max_tokens=50)
+    return asyncio.run(client.complete(request))
+
+
+def test_a_crash_of_the_model_process_is_an_error_naming_the_signal(fake_worker, tmp_path):
+    provider = make_provider("local", str(plan(tmp_path, crash_at=2)))
+    assert json.loads(call(provider).text)["facts"]
+    with pytest.raises(ModelProcessDied) as info:
+        call(provider)
+    assert info.value.returncode == -11
+    assert str(info.value) == "local model process died (signal 11, SIGSEGV)"
+    # The next call starts a new process (the plan's marker stops a second crash).
+    assert json.loads(call(provider).text)["facts"]
+
+
+def test_an_exit_is_told_apart_from_a_signal(fake_worker, tmp_path):
+    provider = make_provider("local", str(plan(tmp_path, crash_at=1, exit_code=2)))
+    with pytest.raises(ModelProcessDied, match=r"^local model process exited with code 2$"):
+        call(provider)
+
+
+def test_a_bad_request_costs_the_call_not_the_process(fake_worker, tmp_path):
+    provider = make_provider("local", str(plan(tmp_path)))
+    process = _local.model_process(provider.path, provider.n_ctx)
+    call(provider)
+    pid = process.pid
+    with pytest.raises(ProviderError) as info:
+        call(provider, "BAD-REQUEST")
+    assert info.value.kind == "bad_request" and "too long" in str(info.value)
+    call(provider)
+    assert process.pid == pid
+
+
+def local_config(tmp_path, model, **kw):
+    return RunConfig(
+        suite=str(tmp_path / "suite"),
+        provider="local",
+        model=str(model),
+        cache_mode="off",
+        out=str(tmp_path / "run"),
+        progress=False,
+        **kw,
+    )
+
+
+def records(run_dir):
+    lines = (Path(run_dir) / "cases.jsonl").read_text(encoding="utf-8").splitlines()
+    return [json.loads(line)["id"] for line in lines]
+
+
+def test_a_crash_mid_run_keeps_the_finished_cases_and_resume_completes(fake_worker, tmp_path):
+    write_suite(tmp_path / "suite", 6)
+    # Two requests per case (extract, reconcile: each case has a memory): request 7 is
+    # case 4's extraction, after three finished cases.
+    model = plan(tmp_path, crash_at=7)
+    with pytest.raises(RunError) as info:
+        Runner(local_config(tmp_path, model)).run()
+    run_dir = tmp_path / "run"
+    assert info.value.exit_code == 3
+    assert str(info.value) == (
+        f"local model process died (signal 11, SIGSEGV) on case t-03; 3 cases kept in "
+        f"{run_dir / 'cases.jsonl'}; finish with --resume {run_dir}"
+    )
+    assert records(run_dir) == ["t-00", "t-01", "t-02"]
+    done, summary, code = Runner(local_config(tmp_path, model, resume=str(run_dir))).run()
+    assert code == 0 and done == run_dir
+    assert sorted(records(run_dir)) == [f"t-{i:02d}" for i in range(6)]
+    assert summary["metrics"]["case_pass"]["n"] == 6
+
+
+def test_the_cli_says_it_in_one_line_with_exit_3(fake_worker, tmp_path, capsys):
+    write_suite(tmp_path / "suite", 3)
+    model = plan(tmp_path, crash_at=3)
+    out = tmp_path / "run"
+    args = ["--suite", str(tmp_path / "suite"), "--model", str(model), "--cache-mode", "off"]
+    assert main([*args, "--out", str(out)]) == 3
+    err = capsys.readouterr().err.strip().splitlines()
+    assert re.fullmatch(
+        r"hy-eval: error: local model process died \(signal 11, SIGSEGV\) on case t-01; "
+        r"1 case kept in .*; finish with --resume .*",
+        err[-1],
+    ), err
+    assert main(["--resume", str(out), "--model", str(model)]) == 0
+
+
+def test_the_cli_prints_where_a_native_crash_happened():
+    """faulthandler is on in the CLI (issue 13): a segfault prints the Python stack."""
+    import subprocess
+    import sys
+
+    code = (
+        "import ctypes\n"
+        "from hy_eval.cli import main\n"
+        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+        "ctypes.string_at(0)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == -11
+    assert "Fatal Python error: Segmentation fault" in done.stderr
+    assert 'File "<string>", line 7' in done.stderr
