@@ -213,7 +213,7 @@ def cmd_memory_add(args: argparse.Namespace) -> int:
     import asyncio
 
     from hy_eval.conversation import MessageError
-    from hy_eval.llm import CacheMiss, ProviderError
+    from hy_eval.llm import CacheMiss, ModelProcessDied, ProviderError
     from hy_eval.memory import MemoryClient, MemoryStore, PromptError, PromptLibrary
 
     messages, system = load_conversation_file(args.file)
@@ -241,6 +241,8 @@ def cmd_memory_add(args: argparse.Namespace) -> int:
         raise UserError(str(exc), EXIT_CACHE_MISS) from None
     except ProviderError as exc:
         raise UserError(f"provider error: {exc}", EXIT_PROVIDER) from None
+    except ModelProcessDied as exc:  # nothing was written to the store
+        raise UserError(str(exc), EXIT_PROVIDER) from None
     out = {
         "facts": result.facts,
         "operations_raw": [o.as_dict() for o in result.reconciliation.raw],

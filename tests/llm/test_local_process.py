@@ -132,3 +132,16 @@ def test_the_cli_prints_where_a_native_crash_happened():
     assert done.returncode == -11
     assert "Fatal Python error: Segmentation fault" in done.stderr
     assert 'File "<string>", line 7' in done.stderr
+
+
+def test_memory_add_says_the_model_process_died_and_writes_nothing(fake_worker, tmp_path, capsys):
+    conv = tmp_path / "conv.json"
+    conv.write_text(json.dumps([{"role": "user", "name": "Tim", "content": "I like tea."}]))
+    db = tmp_path / "mem.sqlite"
+    model = plan(tmp_path, crash_at=1)
+    args = ["memory", "add", str(conv), "--user-id", "tim", "--db", str(db), "--model", str(model)]
+    assert main(args) == 3
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err == "hy-eval: error: local model process died (signal 11, SIGSEGV)"
+    assert main(["memory", "show", "--user-id", "tim", "--db", str(db)]) == 0
+    assert json.loads(capsys.readouterr().out)["memories"] == []
