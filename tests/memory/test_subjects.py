@@ -48,7 +48,7 @@ SP = Speakers.of("Tim", ["John", "May", "Will", "Li Wei", "Li", "王伟", "Dr. S
         # common words are not names mid-sentence
         ("It may rain in Berlin tomorrow.", "unknown", None, False),
         ("They will go skiing.", "unknown", None, False),
-        ("Theo moved to Oslo.", "unknown", None, False),  # not a speaker
+        ("Theo moved to Oslo.", "other", "Theo", False),  # not a speaker: other (A8, issue 15)
         ("", "unknown", None, False),
     ],
 )
@@ -62,16 +62,18 @@ def test_earliest_mention_wins_and_keys():
     assert subject_of("The user likes coffee.", SP).key == "user"
 
 
-def test_without_speakers_names_are_unknown():
-    assert subject_of("John is a nurse.").kind == "unknown"
+def test_without_speakers_names_are_other():
+    assert subject_of("John is a nurse.") == Subject("other", "John")  # A8, issue 15
     assert subject_of("The user is a nurse.").kind == "user"
 
 
 def test_same_subject_for_the_guard():
     user = subject_of("The user likes coffee.", SP)
     john = subject_of("John likes coffee.", SP)
-    unknown = subject_of("Coffee is great.", SP)
+    unknown = subject_of("喜欢咖啡。", SP)
     assert not same_subject(user, john)
     assert same_subject(user, subject_of("用户喜欢咖啡", SP))
-    assert same_subject(user, unknown) and same_subject(unknown, john)
+    # issue 15: unknown is no wildcard (R2), not even for another unknown.
+    assert not same_subject(user, unknown) and not same_subject(unknown, john)
+    assert not same_subject(unknown, unknown)
     assert same_subject(john, subject_of("JOHN drinks espresso", SP))
