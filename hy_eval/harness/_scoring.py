@@ -280,4 +280,3 @@ def score_case(case: Case, outcome: Outcome) -> CaseScore:
         for f, s in zip(facts, subjects, strict=True)
     ]
     return CaseScore(c, passed, fact_rows, checks, confusion)
-

@@ -115,7 +115,7 @@ class MemoryClient:
         try:
             speakers = Speakers.of(user.name, named, aliases)
         except ValueError as exc:
-            raise MessageError(f"aliases: {exc}") from None
+            raise MessageError(None, f"aliases: {exc}") from None
         lang = conversation_language(msgs)
         rendered = render_conversation(msgs, lang=lang)
         warnings = [

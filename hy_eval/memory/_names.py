@@ -186,17 +186,24 @@ _LATIN = r"A-Za-z\u00C0-\u00D6\u00D8-\u00F6\u00F8-\u024F"
 # A word, joined words ("Anne-Marie", "O'Brien") but not a possessive 's, and a full stop
 # (titles such as "Dr." keep theirs).
 _TOKEN_RE = re.compile(rf"[{_LATIN}]+(?:-[{_LATIN}]+|'(?![sS](?![{_LATIN}]))[{_LATIN}]+)*\.?")
-_NOT_NAMES = frozenset(
-    """the a an this that these those it its he she they we i you his her their our my
-    your there here in on at by for from to of with without about after before during since
-    until when while if as and but or so yet also then now today tomorrow yesterday last
-    next every each some both all no not according once later earlier recently currently
-    usually often sometimes always never meanwhile however user assistant ai ok okay yes
-    january february march april may june july august september october november december
-    monday tuesday wednesday thursday friday saturday sunday""".split()
+
+
+def _words(*lines: str) -> frozenset[str]:
+    return frozenset(w for line in lines for w in line.split())
+
+
+_NOT_NAMES = _words(
+    "the a an this that these those it its he she they we i you his her their our my your",
+    "there here in on at by for from to of with without about after before during since",
+    "until when while if as and but or so yet also then now today tomorrow yesterday last",
+    "next every each some both all no not according once later earlier recently currently",
+    "usually often sometimes always never meanwhile however user assistant ai ok okay yes",
+    "january february march april may june july august september october november december",
+    "monday tuesday wednesday thursday friday saturday sunday",
 )
 _SURNAMES = (
-    "王李张刘陈杨黄赵吴徐孙朱胡郭林罗郑梁宋唐韩冯邓曹彭萧肖潘袁蔡蒋魏吕沈姚卢姜崔谭汪廖贾韦邹孟熊秦邱尹薛闫侯郝龚邵钱覃戴莫欧"
+    "王李张刘陈杨黄赵吴徐孙朱胡郭林罗郑梁宋唐韩冯邓曹彭萧肖潘袁蔡蒋魏吕沈姚卢姜崔谭汪廖"
+    "贾韦邹孟熊秦邱尹薛闫侯郝龚邵钱覃戴莫欧"
 )
 _ZH_TITLED_RE = re.compile(
     rf"^[{_SURNAMES}][^\W\d_是在的说会要和跟也有]{{0,2}}?(?:{'|'.join(ZH_TITLES)})"
@@ -207,8 +214,8 @@ _ZH_GIVEN_RE = re.compile(
 
 
 #: Words skipped before a name: sentence starters and times ("In May", "Last week").
-_SKIPPED = _NOT_NAMES | frozenset(
-    "week weeks month months year years night morning evening afternoon weekend ago".split()
+_SKIPPED = _NOT_NAMES | _words(
+    "week weeks month months year years night morning evening afternoon weekend ago"
 )
 
 
