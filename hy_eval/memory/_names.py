@@ -33,10 +33,12 @@ subject, by a heuristic that looks only where a subject stands: the first Latin-
 after sentence starters and times ("In", "Yesterday", "Last week", a month, a weekday)
 must be capitalised (or a title followed by a capitalised word), and the capitalised words
 right after it belong to the name ("John is a nurse", "In 2020 Anne-Marie moved",
-"Dr. Patel is on holiday", "John是护士"; but "It may rain in Berlin" names nobody); or, at
-the start of Chinese text, a common surname with a title (李医生) or with a one- or
-two-character given name followed by a verb or particle (王芳是…, 刘洋在…). What it
-cannot read stays unknown.
+"Dr. Patel is on holiday", "John是护士"; but "It may rain in Berlin" names nobody, nor
+does a subjectless fact that starts with a common verb, "Works night shifts."). A
+capitalised common noun first ("Coffee is great") still reads as a name: the heuristic
+has no dictionary. Or, at the start of Chinese text, a common surname with a title
+(李医生) or with a one- or two-character given name followed by a verb or particle
+(王芳是…, 刘洋在…). What it cannot read stays unknown.
 """
 
 from __future__ import annotations
@@ -201,6 +203,25 @@ _NOT_NAMES = _words(
     "january february march april may june july august september october november december",
     "monday tuesday wednesday thursday friday saturday sunday",
 )
+#: Words that start subjectless facts ("Works night shifts.", "Allergic to nuts."): not
+#: names, and not skipped either, so such a fact names nobody.
+_NOT_NAME_STARTS = _words(
+    "works worked likes liked loves loved lives lived prefers preferred has had have is was",
+    "are were enjoys enjoyed plans planned wants wanted needs needed moves moved starts",
+    "started plays played studies studied teaches taught owns owned drinks drank eats ate",
+    "uses used speaks spoke knows knew visits visited goes went will would should could can",
+    "might must does did hates hated runs ran reads writes wrote watches watched cooks cooked",
+    "travels traveled travelled joins joined finishes finished recommends recommended",
+    "suggests suggested asks asked tells told says said thinks thought feels felt believes",
+    "believed wishes wished hopes hoped gets got buys bought makes made takes took gives gave",
+    "learns learned learnt practises practised practices practiced attends attended drives",
+    "drove grows grew keeps kept meets met mentions mentioned receives received sends sent",
+    "stops stopped quits quit lost won wins finds found decides decided becomes became",
+    "remains remained stays stayed spends spent sees saw shares shared books booked adopts",
+    "adopted wears wore sleeps slept swims swam walks walked climbs climbed sings sang",
+    "allergic vegetarian vegan interested married born based single divorced retired engaged",
+    "pregnant afraid planning trying looking working living studying learning",
+)
 _SURNAMES = (
     "王李张刘陈杨黄赵吴徐孙朱胡郭林罗郑梁宋唐韩冯邓曹彭萧肖潘袁蔡蒋魏吕沈姚卢姜崔谭汪廖"
     "贾韦邹孟熊秦邱尹薛闫侯郝龚邵钱覃戴莫欧"
@@ -221,7 +242,13 @@ _SKIPPED = _NOT_NAMES | _words(
 
 def _capitalised(token: str) -> bool:
     word = token.rstrip(".")
-    return word[:1].isupper() and not word.isupper() and word.casefold() not in _NOT_NAMES
+    folded = word.casefold()
+    return (
+        word[:1].isupper()
+        and not word.isupper()
+        and folded not in _NOT_NAMES
+        and folded not in _NOT_NAME_STARTS
+    )
 
 
 def other_name(text: str) -> str | None:
