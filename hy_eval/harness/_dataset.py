@@ -23,7 +23,7 @@ from hy_eval.memory._names import normalise_text
 RULE_IDS = frozenset(
     [f"M{i}" for i in range(1, 8)]
     + [f"D{i}" for i in range(1, 7)]
-    + [f"A{i}" for i in range(1, 8)]
+    + [f"A{i}" for i in range(1, 9)]
     + [f"P{i}" for i in range(1, 5)]
     + [f"R{i}" for i in range(1, 4)]
     + [f"H{i}" for i in range(1, 6)]
