@@ -242,7 +242,8 @@ _SKIPPED = _NOT_NAMES | _words(
 
 def _capitalised(token: str) -> bool:
     word = token.rstrip(".")
-    folded = word.casefold()
+    # A contraction goes by its first word: "I'm", "It's" and "They'd" name nobody.
+    folded = word.casefold().split("'")[0]
     return (
         word[:1].isupper()
         and not word.isupper()
