@@ -55,15 +55,6 @@ _ASSISTANT_RE = re.compile(
     r"(?i)(?:the\s+)?(?:ai\s+)?assistant(?:'s)?|the\s+ai|AI\s*助手|智能助手|助手|助理"
 )
 
-__all__ = [
-    "SUBJECT_KINDS",
-    "Speakers",
-    "Subject",
-    "normalise_text",
-    "same_subject",
-    "subject_of",
-]
-
 
 @dataclass(frozen=True)
 class Subject:
