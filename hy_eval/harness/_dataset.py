@@ -17,11 +17,13 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from hy_eval.conversation import MessageError, normalise_messages, resolve_user_name
+from hy_eval.memory import Speakers
+from hy_eval.memory._names import normalise_text
 
 RULE_IDS = frozenset(
     [f"M{i}" for i in range(1, 8)]
     + [f"D{i}" for i in range(1, 7)]
-    + [f"A{i}" for i in range(1, 8)]
+    + [f"A{i}" for i in range(1, 9)]
     + [f"P{i}" for i in range(1, 5)]
     + [f"R{i}" for i in range(1, 4)]
     + [f"H{i}" for i in range(1, 6)]
@@ -85,6 +87,9 @@ class Case(_Strict):
     existing: list[ExistingMemory] = Field(default_factory=list)
     messages: list[Any] = Field(min_length=1)
     system: str | None = None
+    #: Other forms of a speaker's name ({"王伟": ["Wang Wei"]}): they count as that
+    #: speaker when facts are scored and in the guard (A8).
+    aliases: dict[str, list[str]] = Field(default_factory=dict)
     expect: Expect
 
     @field_validator("id")
@@ -123,6 +128,7 @@ class Case(_Strict):
                     f"expect.{kind}.{i}.subject: unknown subject {subject!r} "
                     f"(use user, assistant or a speaker: {', '.join(sorted(names)) or 'none'})"
                 )
+        _check_aliases(self.aliases, resolve_user_name(msgs).name, names)
         ids = [m.id for m in self.existing]
         if len(ids) != len(set(ids)):
             raise ValueError("existing: duplicate memory ids")
@@ -142,6 +148,12 @@ class Case(_Strict):
         return self
 
     @property
+    def speakers(self) -> Speakers:
+        """The case's people with their aliases, as scoring and the guard read them."""
+        msgs = normalise_messages(self.messages, system=self.system)
+        return Speakers.of(resolve_user_name(msgs).name, self.named_speakers, self.aliases)
+
+    @property
     def named_speakers(self) -> list[str]:
         msgs = normalise_messages(self.messages, system=self.system)
         out: list[str] = []
@@ -149,6 +161,23 @@ class Case(_Strict):
             if m.is_named_human and m.name and m.name not in out:
                 out.append(m.name)
         return out
+
+
+def _check_aliases(aliases: dict[str, list[str]], user: str | None, names: set[str]) -> None:
+    """Aliases belong to speakers, are not blank and name nobody else."""
+    people = names | ({user} if user else set())
+    owner: dict[str, str] = {normalise_text(p).casefold(): p for p in people}
+    for who, forms in aliases.items():
+        if who not in people:
+            raise ValueError(
+                f"aliases.{who}: not a speaker (speakers: {', '.join(sorted(people)) or 'none'})"
+            )
+        for alias in forms:
+            key = normalise_text(alias).casefold()
+            if not key:
+                raise ValueError(f"aliases.{who}: aliases must not be blank")
+            if owner.setdefault(key, who) != who:
+                raise ValueError(f"aliases.{who}: {alias!r} already names {owner[key]!r}")
 
 
 class HistoryCase(_Strict):

@@ -51,6 +51,8 @@ class _Scan:
         self.tokens_in = self.tokens_out = 0
         self.costs: list[float | None] = []
         self.confusion: Counter[tuple[str, str]] = Counter()
+        #: Guard events over the records: cross-subject, and undecided (issue 15).
+        self.guard_counts = {"cross_subject": 0, "undecided": 0}
         #: Per repeat index, per metric: [num, den].
         self.per_repeat: dict[int, dict[str, list[float]]] = {}
         self.html: dict[bool, list[str]] = {False: [], True: []}  # by verdict, capped
@@ -79,6 +81,9 @@ class _Scan:
             if rec["status"] == "ok":
                 self.costs.append(rec.get("cost_usd"))
             self.confusion.update((str(g), str(p)) for g, p in score["confusion"])
+            undecided = int(rec.get("guard_undecided", 0))
+            self.guard_counts["undecided"] += undecided
+            self.guard_counts["cross_subject"] += len(rec.get("guard_events", [])) - undecided
             self.shown += 1
             # Failed cases first: at most DRILLDOWN_LIMIT kept, passed ones giving way.
             failed, passed = self.html[False], self.html[True]
@@ -218,6 +223,7 @@ def _results(
         "metrics": metrics,
         "breakdown": breakdown,
         "confusion": confusion,
+        "guard_counts": scan.guard_counts,
         "tokens": {"input": scan.tokens_in, "output": scan.tokens_out},
         "cost_usd": None if any(c is None for c in costs) else round(sum(c or 0 for c in costs), 6),
         "failed_cases": sorted(df.loc[~df["passed"], "id"].tolist()),
@@ -282,6 +288,7 @@ def write_reports(
         "guard": manifest["params"]["guard"],
         "dataset_hash": manifest["dataset_hash"],
         **{k: core[k] for k in ("cases", "passed", "metrics", "breakdown", "confusion")},
+        "guard_counts": core.get("guard_counts", {}),
         "calls": call_stats,
         "tokens": core["tokens"],
         "cost_usd": core["cost_usd"],
@@ -310,12 +317,19 @@ def _fmt(entry: dict[str, Any]) -> str:
 def markdown_report(summary: dict[str, Any], run_dir: Path) -> str:
     m = summary["metrics"]
     cost = "unknown" if summary["cost_usd"] is None else f"${summary['cost_usd']:.4f}"
+    g = summary.get("guard_counts") or {}
+    guarded = (
+        f" ({g.get('cross_subject', 0)} cross-subject operations and {g.get('undecided', 0)} "
+        "with a subject it could not tell added instead)"
+        if summary["guard"]
+        else ""
+    )
     lines = [
         f"# {summary['suite']}: {summary['provider']}:{summary['model']}, "
         f"variant `{summary['variant']}`",
         "",
         f"{summary['cases']} cases, {summary['passed']} passed. Guard "
-        f"{'on' if summary['guard'] else 'off'}. Wall time {summary['wall_s']:.1f} s. "
+        f"{'on' if summary['guard'] else 'off'}{guarded}. Wall time {summary['wall_s']:.1f} s. "
         f"Tokens {summary['tokens']['input']:,} in / {summary['tokens']['output']:,} out. "
         f"Cost {cost}.",
         "",

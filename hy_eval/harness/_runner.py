@@ -610,6 +610,7 @@ async def run_case(
             "system": case.system,
             "history": case.history,
             "existing": [m.model_dump() for m in case.existing],
+            **({"aliases": case.aliases} if case.aliases else {}),
         },
         "expect": case.expect.model_dump(),
     }
@@ -617,7 +618,12 @@ async def run_case(
     try:
         label = case.id if repeat == 0 else f"{case.id} repeat {repeat}"
         result = await client.add(
-            case.messages, case.user_id, system=case.system, label=label, repeat=repeat
+            case.messages,
+            case.user_id,
+            system=case.system,
+            label=label,
+            repeat=repeat,
+            aliases=case.aliases,
         )
     except ProviderError as exc:
         outcome.error = f"{exc.kind}: {exc}"
@@ -651,6 +657,8 @@ async def run_case(
             profile_issues=ext.profile_issues,
             operations={"raw": outcome.raw_ops, "applied": outcome.applied_ops},
             guard_events=[g.as_dict() for g in rec.guard_events],
+            # Operations the guard added because a subject could not be told (issue 15).
+            guard_undecided=rec.undecided,
             fallback=rec.fallback,
             store_after=snap,
             existing_ids=existing_ids,

@@ -35,7 +35,7 @@ VIOLATION_METRICS = (
     "error_rate",
 )
 METRICS = ACCURACY_METRICS + VIOLATION_METRICS
-SUBJECT_KINDS = ("user", "named", "assistant", "unknown", "missing")
+SUBJECT_KINDS = ("user", "named", "assistant", "other", "unknown", "missing")
 
 
 def fold(text: str) -> str:
@@ -153,19 +153,25 @@ def _cross_subject(
     facts: list[dict[str, str]],
     texts: dict[int, str],
     speakers: Speakers,
-) -> list[dict[str, Any]]:
-    out = []
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The changing operations whose fact and target have two known, different subjects
+    (violations), and those where a side's subject cannot be told (undecided, not counted
+    as violations: see docs/metrics.md)."""
+    bad: list[dict[str, Any]] = []
+    undecided: list[dict[str, Any]] = []
     for op in ops:
         if op["op"] not in ("UPDATE", "DELETE", "SUPERSEDE"):
             continue
         fact_subject = subject_of(facts[op["fact"]]["text"], speakers)
-        for target in op["targets"]:
-            if target in texts and not same_subject(
-                fact_subject, subject_of(texts[target], speakers)
-            ):
-                out.append(op)
-                break
-    return out
+        targets = [subject_of(texts[t], speakers) for t in op["targets"] if t in texts]
+        if any(
+            fact_subject.identity and t.identity and not same_subject(fact_subject, t)
+            for t in targets
+        ):
+            bad.append(op)
+        elif fact_subject.identity is None or any(t.identity is None for t in targets):
+            undecided.append(op)
+    return bad, undecided
 
 
 def score_case(case: Case, outcome: Outcome) -> CaseScore:
@@ -177,7 +183,7 @@ def score_case(case: Case, outcome: Outcome) -> CaseScore:
             c, False, [], [{"check": "error", "ok": False, "detail": outcome.error}], []
         )
 
-    speakers = Speakers.of(_user_name(case), case.named_speakers)
+    speakers = case.speakers
     facts = outcome.facts
     checks: list[dict[str, Any]] = []
     rows = _match(case, facts, speakers)
@@ -221,8 +227,8 @@ def score_case(case: Case, outcome: Outcome) -> CaseScore:
         outcome.existing_ids[m.id]: m.text for m in case.existing if m.id in outcome.existing_ids
     }
     if outcome.reconcile_ran:
-        raw_bad = _cross_subject(outcome.raw_ops, facts, texts_before, speakers)
-        applied_bad = _cross_subject(outcome.applied_ops, facts, texts_before, speakers)
+        raw_bad, raw_undecided = _cross_subject(outcome.raw_ops, facts, texts_before, speakers)
+        applied_bad, _ = _cross_subject(outcome.applied_ops, facts, texts_before, speakers)
         c["merge_violation_rate_raw"] = (len(raw_bad), len(outcome.raw_ops))
         c["merge_violation_rate_applied"] = (len(applied_bad), len(outcome.applied_ops))
         c["fallback_rate"] = (1 if outcome.fallback else 0, 1)
@@ -230,7 +236,12 @@ def score_case(case: Case, outcome: Outcome) -> CaseScore:
             {
                 "check": "merge",
                 "ok": not applied_bad,
-                "detail": {"raw": raw_bad, "applied": applied_bad, "fallback": outcome.fallback},
+                "detail": {
+                    "raw": raw_bad,
+                    "applied": applied_bad,
+                    "raw_undecided": raw_undecided,
+                    "fallback": outcome.fallback,
+                },
             }
         )
 
@@ -269,9 +280,3 @@ def score_case(case: Case, outcome: Outcome) -> CaseScore:
         for f, s in zip(facts, subjects, strict=True)
     ]
     return CaseScore(c, passed, fact_rows, checks, confusion)
-
-
-def _user_name(case: Case) -> str | None:
-    from hy_eval.conversation import normalise_messages, resolve_user_name
-
-    return resolve_user_name(normalise_messages(case.messages, system=case.system)).name

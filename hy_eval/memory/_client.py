@@ -8,11 +8,13 @@ store transaction.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from hy_eval.conversation import (
     ChatMessage,
+    MessageError,
     conversation_language,
     normalise_messages,
     parse_l1_raw,
@@ -24,7 +26,7 @@ from hy_eval.memory._extract import Extraction, extract, history_text
 from hy_eval.memory._prompts import PromptLibrary
 from hy_eval.memory._reconcile import Operation, Reconciliation, reconcile
 from hy_eval.memory._store import Memory, MemoryStore
-from hy_eval.memory._subjects import Speakers
+from hy_eval.memory._subjects import Speakers, subject_of
 
 
 @dataclass
@@ -43,6 +45,8 @@ class AddResult:
     l1_raw_id: int | None = None
     warnings: list[str] = field(default_factory=list)
     round_trips: int = 0
+    #: The people of the conversation, with declared aliases (subjects are read with them).
+    speakers: Speakers = field(default_factory=Speakers)
 
     @property
     def facts(self) -> list[dict[str, str]]:
@@ -93,17 +97,25 @@ class MemoryClient:
         system: Any = None,
         label: str = "",
         repeat: int = 0,
+        aliases: Mapping[str, Iterable[str]] | None = None,
     ) -> AddResult:
         """Extract facts from ``messages``, reconcile them and store everything.
 
+        ``aliases`` maps a speaker's name to other forms of it (``{"王伟": ["Wang Wei"]}``):
+        a fact naming an alias is about that speaker, for the guard and the stored subject
+        (A8). They do not change what the model is asked.
         ``repeat`` separates repeated samples of the same conversation in the answer cache.
-        Raises ``MessageError`` for bad input and ``ProviderError``/``CacheMiss`` when the
-        extraction call fails; nothing is written in either case (M7).
+        Raises ``MessageError`` for bad input (an alias of someone who is not a speaker
+        too) and ``ProviderError``/``CacheMiss`` when the extraction call fails; nothing is
+        written in either case (M7).
         """
         msgs: list[ChatMessage] = normalise_messages(messages, system=system)
         user = resolve_user_name(msgs)
         named = [m.name for m in msgs if m.is_named_human and m.name]
-        speakers = Speakers.of(user.name, named)
+        try:
+            speakers = Speakers.of(user.name, named, aliases)
+        except ValueError as exc:
+            raise MessageError(None, f"aliases: {exc}") from None
         lang = conversation_language(msgs)
         rendered = render_conversation(msgs, lang=lang)
         warnings = [
@@ -128,14 +140,16 @@ class MemoryClient:
         for fact in extraction.facts:
             for mem in self.store.search(fact.text, user_id, self.top_k):
                 related.setdefault(mem.id, mem)
+        shown = list(related.values())[: self.top_k * 2]
         recon = await reconcile(
             self.llm,
             self.prompts,
             facts=extraction.facts,
-            related=list(related.values())[: self.top_k * 2],
+            related=shown,
             lang=lang,
             speakers=speakers,
             use_guard=self.guard,
+            stored_subjects=self.store.subjects([m.id for m in shown]),
             label=label,
             temperature=self.temperature,
             repeat=repeat,
@@ -148,6 +162,7 @@ class MemoryClient:
             reconciliation=recon,
             warnings=warnings,
             round_trips=1 + (recon.prompt is not None),
+            speakers=speakers,
         )
         self._apply(result, user_id, session_id or uuid.uuid4().hex[:12])
         return result
@@ -159,27 +174,33 @@ class MemoryClient:
         with store.transaction():
             result.profile_before = store.profile(user_id)
             for op in result.reconciliation.applied:
-                result.written.append(self._apply_op(op, facts[op.fact].owner, user_id))
+                result.written.append(
+                    self._apply_op(op, facts[op.fact].owner, user_id, result.speakers)
+                )
             merged = {**result.profile_before, **result.extraction.basic_info}
             if merged != result.profile_before:
                 store.write_profile(user_id, merged)
             result.profile_after = merged
             result.l1_raw_id = store.add_l1_raw(user_id, result.rendered, session_id)
 
-    def _apply_op(self, op: Operation, owner: str, user_id: str) -> dict[str, Any]:
+    def _apply_op(
+        self, op: Operation, owner: str, user_id: str, speakers: Speakers
+    ) -> dict[str, Any]:
         store = self.store
         record: dict[str, Any] = {"op": op.op, "fact": op.fact, "targets": list(op.targets)}
+        # The memory keeps the subject read from its text now, while the speakers are known.
+        subject = subject_of(op.text, speakers).key
         if op.op == "ADD":
-            record["id"] = store.insert(user_id, op.text, owner, op.note)
+            record["id"] = store.insert(user_id, op.text, owner, op.note, subject)
         elif op.op == "UPDATE":
-            store.update(op.targets[0], op.text, op.note)
+            store.update(op.targets[0], op.text, op.note, subject)
             for extra in op.targets[1:]:
                 store.delete(extra, "merged by UPDATE")
         elif op.op == "DELETE":
             for target in op.targets:
                 store.delete(target, op.note)
         elif op.op == "SUPERSEDE":
-            new_id = store.insert(user_id, op.text, owner, op.note)
+            new_id = store.insert(user_id, op.text, owner, op.note, subject)
             record["id"] = new_id
             for target in op.targets:
                 store.supersede(target, new_id, op.note)

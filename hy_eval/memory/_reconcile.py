@@ -107,13 +107,16 @@ class Operation:
 
 @dataclass(frozen=True)
 class GuardEvent:
-    """A cross-subject operation the guard turned into ADD (R2)."""
+    """An operation the guard turned into ADD (R2): ``reason`` is ``cross_subject`` (two
+    known, different subjects) or ``unknown_subject`` (a side whose subject cannot be told,
+    so no merge: issue 15)."""
 
     op: str
     fact: int
     target: int
     fact_subject: str
     target_subject: str
+    reason: str = "cross_subject"
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -133,6 +136,11 @@ class Reconciliation:
     @property
     def usage(self) -> Usage:
         return self.completion.usage if self.completion else Usage()
+
+    @property
+    def undecided(self) -> int:
+        """Guard events where a subject could not be told (added, not merged)."""
+        return sum(e.reason == "unknown_subject" for e in self.guard_events)
 
 
 def add_all(facts: list[Fact], note: str | None = None) -> list[Operation]:
@@ -170,13 +178,31 @@ def interpret(
     return ops, None
 
 
+def target_subject(text: str, stored: str | None, speakers: Speakers) -> Subject:
+    """An existing memory's subject for the guard: the one stored when it was written
+    (issue 15), matched against this conversation's people (a stored name that is a form
+    of a speaker's or of the user's name is that speaker). A memory stored without a known
+    subject is read back now, with this conversation's speakers."""
+    subject = Subject.from_key(stored)
+    if subject.kind == "unknown":
+        return subject_of(text, speakers)
+    if subject.kind in ("named", "other") and subject.name:
+        now = subject_of(subject.name, speakers)
+        return now if now.kind in ("user", "named") else subject
+    return subject
+
+
 def guard(
     ops: list[Operation],
     facts: list[Fact],
     memories: dict[int, Memory],
     speakers: Speakers,
+    stored: dict[int, str] | None = None,
 ) -> tuple[list[Operation], list[GuardEvent]]:
-    """R2: an UPDATE/DELETE/SUPERSEDE whose target has another subject becomes ADD."""
+    """R2: an UPDATE/DELETE/SUPERSEDE becomes ADD unless the fact and every target have the
+    same known subject. ``stored`` holds the targets' stored subject keys. ``unknown`` is no
+    wildcard: an operation with a side that cannot be told is added, not merged, and its
+    events have reason ``unknown_subject``."""
     out: list[Operation] = []
     events: list[GuardEvent] = []
     for op in ops:
@@ -184,21 +210,20 @@ def guard(
             out.append(op)
             continue
         fact_subject: Subject = subject_of(facts[op.fact].text, speakers)
-        crossing = [
-            t
-            for t in op.targets
-            if not same_subject(fact_subject, subject_of(memories[t].text, speakers))
-        ]
-        if not crossing:
+        found: list[GuardEvent] = []
+        for t in op.targets:
+            target = target_subject(memories[t].text, (stored or {}).get(t), speakers)
+            if same_subject(fact_subject, target):
+                continue
+            unknown = fact_subject.identity is None or target.identity is None
+            reason = "unknown_subject" if unknown else "cross_subject"
+            found.append(GuardEvent(op.op, op.fact, t, fact_subject.key, target.key, reason))
+        if not found:
             out.append(op)
             continue
-        for t in crossing:
-            events.append(
-                GuardEvent(
-                    op.op, op.fact, t, fact_subject.key, subject_of(memories[t].text, speakers).key
-                )
-            )
-        out.append(Operation("ADD", op.fact, (), facts[op.fact].text, f"guard: was {op.op}"))
+        events += found
+        why = "subject unknown, " if all(e.reason == "unknown_subject" for e in found) else ""
+        out.append(Operation("ADD", op.fact, (), facts[op.fact].text, f"guard: {why}was {op.op}"))
     return out, events
 
 
@@ -211,6 +236,7 @@ async def reconcile(
     lang: str,
     speakers: Speakers,
     use_guard: bool = True,
+    stored_subjects: dict[int, str] | None = None,
     label: str = "",
     max_tokens: int = 768,
     temperature: float = 0.0,
@@ -271,7 +297,7 @@ async def reconcile(
         return result
     result.raw = ops
     if use_guard:
-        result.applied, result.guard_events = guard(ops, facts, by_id, speakers)
+        result.applied, result.guard_events = guard(ops, facts, by_id, speakers, stored_subjects)
     else:
         result.applied = list(ops)
     return result

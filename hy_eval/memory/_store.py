@@ -17,13 +17,14 @@ import re
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from hy_eval.conversation._render import is_cjk
+from hy_eval.memory._subjects import subject_of
 
 _M1 = [
     """CREATE TABLE memories (
@@ -83,12 +84,34 @@ _M2 = [
 ]
 
 
+def _backfill_subjects(db: sqlite3.Connection) -> None:
+    """Existing rows get the subject read back from their text (issue 15). No speakers are
+    known here, so names read as ``other``; the guard matches them against the speakers of
+    the conversation it guards (``_reconcile.target_subject``)."""
+    rows = db.execute("SELECT id, text FROM memories").fetchall()
+    db.executemany(
+        "UPDATE memories SET subject = ? WHERE id = ?",
+        [(subject_of(text).key, memory_id) for memory_id, text in rows],
+    )
+
+
+#: Each memory's subject as read back when it was written (A5, R2; issue 15). A column
+#: of the store for the guard, not a field of ``Memory`` nor a search filter: the design
+#: note keeps the subject in the fact's text.
+_M3: list[str | Callable[[sqlite3.Connection], None]] = [
+    "ALTER TABLE memories ADD COLUMN subject TEXT NOT NULL DEFAULT 'unknown'",
+    _backfill_subjects,
+]
+
+
 #: Numbered migrations; append only. Each runs once and is recorded.
-#: Each is a list of statements run one by one inside the migration's transaction
-#: (``executescript`` would commit half-way).
-MIGRATIONS: list[tuple[int, str, list[str]]] = [
-    (1, "memories, events, profiles, l1_raw", _M1),
-    (2, "full-text search (FTS5 trigram)", _M2),
+#: Each is a list of steps run one by one inside the migration's transaction
+#: (``executescript`` would commit half-way): SQL statements, or functions of the
+#: connection for what SQL cannot do (reading text back with ``subject_of``).
+MIGRATIONS: list[tuple[int, str, list[str | Callable[[sqlite3.Connection], None]]]] = [
+    (1, "memories, events, profiles, l1_raw", list(_M1)),
+    (2, "full-text search (FTS5 trigram)", list(_M2)),
+    (3, "memories.subject, backfilled by reading each text back", _M3),
 ]
 
 
@@ -225,8 +248,11 @@ class MemoryStore:
                 for version, name, statements in MIGRATIONS:
                     if version in done:
                         continue
-                    for statement in statements:
-                        self.db.execute(statement)
+                    for step in statements:
+                        if callable(step):
+                            step(self.db)
+                        else:
+                            self.db.execute(step)
                     self.db.execute(
                         "INSERT INTO schema_migrations VALUES (?, ?, ?)",
                         (version, name, time.time()),
@@ -352,6 +378,14 @@ class MemoryStore:
             for i, op, b, a, n, t in rows
         ]
 
+    def subjects(self, memory_ids: list[int]) -> dict[int, str]:
+        """The stored subject key (``Subject.key``) of each memory id that exists."""
+        marks = ", ".join("?" * len(memory_ids))
+        rows = self.db.execute(
+            f"SELECT id, subject FROM memories WHERE id IN ({marks})", list(memory_ids)
+        )
+        return {int(i): str(s) for i, s in rows}
+
     # Write helpers: call inside ``transaction()``.
 
     def _event(
@@ -369,22 +403,36 @@ class MemoryStore:
             (memory_id, user_id, op, before, after, note, time.time()),
         )
 
-    def insert(self, user_id: str, text: str, owner: str, note: str | None = None) -> int:
+    def insert(
+        self,
+        user_id: str,
+        text: str,
+        owner: str,
+        note: str | None = None,
+        subject: str | None = None,
+    ) -> int:
+        """A new active memory. ``subject`` is its subject key as the writer read it (with
+        the conversation's speakers); by default the text is read back without them."""
         now = time.time()
         cur = self.db.execute(
-            "INSERT INTO memories (user_id, text, owner, created, updated) VALUES (?, ?, ?, ?, ?)",
-            (user_id, text, owner, now, now),
+            "INSERT INTO memories (user_id, text, owner, subject, created, updated)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
+            (user_id, text, owner, subject or subject_of(text).key, now, now),
         )
         memory_id = int(cur.lastrowid or 0)
         self._event(memory_id, user_id, "ADD", None, text, note)
         return memory_id
 
-    def update(self, memory_id: int, text: str, note: str | None = None) -> None:
+    def update(
+        self, memory_id: int, text: str, note: str | None = None, subject: str | None = None
+    ) -> None:
+        """New text for a memory; its subject is read again (``subject`` as in ``insert``)."""
         old = self.get(memory_id)
         if old is None:
             raise KeyError(memory_id)
         self.db.execute(
-            "UPDATE memories SET text = ?, updated = ? WHERE id = ?", (text, time.time(), memory_id)
+            "UPDATE memories SET text = ?, subject = ?, updated = ? WHERE id = ?",
+            (text, subject or subject_of(text).key, time.time(), memory_id),
         )
         self._event(memory_id, old.user_id, "UPDATE", old.text, text, note)
 

@@ -1,0 +1,83 @@
+"""Self-check (issue 15; E1, E3, A1-A8): every case of every shipped suite answered with
+its own gold written as natural sentences must score exactly 1.0 on every accuracy metric
+and exactly 0.0 on every violation rate. A later case or scorer change that misreads a
+perfectly attributed sentence (a Latin name straight before Chinese text, a title, an
+alias, full-width letters, a possessive, a quote) fails here."""
+
+import pytest
+
+from hy_eval.harness import load_suite, score_case
+from hy_eval.harness._dataset import DATASETS_DIR
+from hy_eval.harness._history import check_history_case
+from hy_eval.harness._scoring import ACCURACY_METRICS, METRICS, VIOLATION_METRICS
+
+from .oracle import SUBJECT_WORDS, TEMPLATES, oracle_outcome, passes, score_oracle
+
+SUITES = sorted(p.name for p in DATASETS_DIR.iterdir() if p.is_dir() and any(p.glob("*.jsonl")))
+
+
+def test_every_suite_is_checked():
+    assert "multi_speaker" in SUITES and "history" in SUITES
+
+
+@pytest.mark.parametrize("suite_name", SUITES)
+def test_gold_as_sentences_scores_exactly_one_and_zero(suite_name):
+    suite = load_suite(suite_name)
+    if suite.kind == "history":
+        # No model answers here: the gold parse is the check itself (H1-H5).
+        assert [c.id for c in suite.cases if check_history_case(c) is not None] == []
+        return
+    totals, failures = score_oracle(suite.cases)
+    assert failures == []
+    for metric in METRICS:
+        num, den = totals[metric]
+        assert den > 0, f"{metric}: nothing checked"
+        want = 1.0 if metric in ACCURACY_METRICS else 0.0
+        assert metric in ACCURACY_METRICS or metric in VIOLATION_METRICS
+        assert num / den == want, f"{metric}: {num}/{den}"
+
+
+def test_templates_cover_the_forms_the_issue_names():
+    # Both languages, several templates each, one with no space before Chinese text.
+    assert len(TEMPLATES["en"]) >= 4 and len(TEMPLATES["zh"]) >= 4
+    assert TEMPLATES["zh"]["no_space"]("John", ["护士"]) == "John提到了护士。"
+
+
+def _violating_sentences(case, template):
+    words = SUBJECT_WORDS[case.lang]
+    return [
+        {"text": TEMPLATES[case.lang][template](words.get(a.subject, a.subject), a.keywords)}
+        for a in case.expect.absent
+    ]
+
+
+def test_absent_checks_fail_the_answers_they_exist_to_fail():
+    # "John会拉大提琴" in ms-zh-0064 was passed before issue 15: every absent check of every
+    # case must now catch a sentence that breaks it, in every template.
+    cases = [c for c in load_suite("multi_speaker").cases if c.expect.absent]
+    assert any(c.id == "ms-zh-0064" for c in cases)
+    for case in cases:
+        for template, _ in passes(case):
+            outcome = oracle_outcome(case, template)
+            outcome.facts += [{**f, "owner": "user"} for f in _violating_sentences(case, template)]
+            n = len(case.expect.absent)
+            got = score_case(case, outcome).counts["misattribution_rate"]
+            assert got == (n, n), (case.id, template)
+
+
+def test_the_self_check_can_fail():
+    # A planted mistake: every named speaker's fact written about the user instead.
+    cases = [
+        c
+        for c in load_suite("multi_speaker").cases
+        if any(f.subject not in ("user", "assistant") for f in c.expect.facts)
+    ]
+    for case in cases[:5]:
+        outcome = oracle_outcome(case, "plain" if case.lang == "en" else "no_space")
+        for f, gold in zip(outcome.facts, case.expect.facts, strict=True):
+            if gold.subject not in ("user", "assistant"):
+                f["text"] = TEMPLATES[case.lang]["plain" if case.lang == "en" else "no_space"](
+                    SUBJECT_WORDS[case.lang]["user"], gold.keywords
+                )
+        num, den = score_case(case, outcome).counts["attribution_accuracy"]
+        assert num < den, case.id
