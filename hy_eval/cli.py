@@ -183,10 +183,18 @@ def add_model_flags(p: argparse.ArgumentParser) -> None:
     _add_cache_flag(g)  # type: ignore[arg-type]
 
 
+def _at_least(flag: str, value: float, low: float, *, above: bool = False) -> None:
+    """A meaningless number (a negative count, a zero timeout) is a usage error (issue 14)."""
+    if value < low or (above and value == low):
+        raise UserError(f"{flag} must be {'above' if above else 'at least'} {low:g} (got {value})")
+
+
 def make_llm(args: argparse.Namespace, concurrency: int | None = None) -> Any:
     """An ``LLMClient`` from the model flags; configuration problems are ``UserError``."""
     from hy_eval.llm import ConfigError, build_client
 
+    _at_least("--timeout", args.timeout, 0, above=True)
+    _at_least("--retries", args.retries, 0)
     options = {"structured": args.structured} if args.structured else None
     if options and args.provider != "openai":
         raise UserError("--structured applies to the openai provider only")
@@ -261,6 +269,7 @@ def cmd_memory_add(args: argparse.Namespace) -> int:
 def cmd_memory_search(args: argparse.Namespace) -> int:
     from hy_eval.memory import MemoryStore
 
+    _at_least("--limit", args.limit, 1)
     store = MemoryStore(args.db)
     for m in store.search(args.query, args.user_id, args.limit):
         print(f"{m.id}\t{m.owner}\t{m.text}")
