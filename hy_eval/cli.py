@@ -614,7 +614,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--filter", help="lang=zh,tag=adversarial,rule=A2,id=... (all must hold)")
     p.add_argument("--concurrency", type=int, help="cases at once (default: provider's)")
     p.add_argument("--out", help="run folder (default reports/<time>-<suite>-<model>-<variant>)")
-    p.add_argument("--resume", metavar="DIR", help="finish an interrupted run in DIR")
+    p.add_argument(
+        "--resume",
+        metavar="DIR",
+        help="finish an interrupted run in DIR (with the run's --provider, --model, --base-url)",
+    )
     p.add_argument("--no-guard", action="store_true", help="switch the cross-subject guard off")
     p.add_argument(
         "--no-reuse",

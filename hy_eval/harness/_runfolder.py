@@ -107,7 +107,11 @@ def model_mismatch(
     run_dir: Path, manifest: dict[str, Any], name: str, model: str, url: str
 ) -> str | None:
     """Why the command line's model is not the one ``manifest`` ran, or ``None``."""
-    want = (manifest.get("provider"), manifest.get("model"), manifest.get("base_url") or "")
+    want = (
+        manifest.get("provider"),
+        manifest.get("model"),
+        redact(str(manifest.get("base_url") or "")),
+    )
     have = (name, model, redact(url or ""))
     if want == have:
         return None
