@@ -62,17 +62,22 @@ class FolderLock:
             self._fd = None
 
 
-def lock_folder(run_dir: Path) -> FolderLock | None:
-    """Lock ``run_dir`` (which must exist) for this process; ``None`` when another
-    process holds it."""
-    fd = os.open(run_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+def lock_folder(run_dir: Path) -> tuple[FolderLock | None, str | None]:
+    """Lock ``run_dir`` (which must exist) for this process, or say why not: another
+    process holds it, or the lock file cannot be opened (it is never followed if it is a
+    symbolic link, as a copied folder could hold one)."""
+    path = run_dir / LOCK_NAME
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    except OSError as exc:
+        return None, f"{path}: cannot open the run folder's lock file ({exc.strerror})"
     if fcntl is not None:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             os.close(fd)
-            return None
-    return FolderLock(fd)
+            return None, f"{run_dir}: another run is writing this folder; wait for it to end"
+    return FolderLock(fd), None
 
 
 def read_manifest(run_dir: Path) -> tuple[dict[str, Any] | None, str | None]:

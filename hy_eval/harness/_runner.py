@@ -336,9 +336,9 @@ class Runner:
             raise RunError(str(exc)) from None
         manifest = self._manifest(suite, prompts, llm, previous)
         run_dir.mkdir(parents=True, exist_ok=True)
-        self._folder_lock = lock_folder(run_dir)
+        self._folder_lock, problem = lock_folder(run_dir)
         if self._folder_lock is None:
-            raise RunError(f"{run_dir}: another run is writing this folder; wait for it to end")
+            raise RunError(str(problem))
         if not cfg.resume and (run_dir / "cases.jsonl").exists():
             # Checked again under the lock: a run that started with this one may have
             # finished in between.

@@ -387,3 +387,18 @@ def test_memory_commands_refuse_meaningless_numbers(tmp_path, capsys):
     assert error_lines(capsys) == ["hy-eval: error: --timeout must be above 0 (got 0.0)"]
     assert main([*base, "--timeout", "5", "--retries", "-1"]) == 2
     assert error_lines(capsys) == ["hy-eval: error: --retries must be at least 0 (got -1)"]
+
+
+def test_a_lock_file_that_is_a_symlink_is_not_followed(tmp_path, capsys):
+    """Issue 14 item 4: a copied folder's ``.lock`` pointing elsewhere is refused in one
+    line; the file it points to is not created or touched."""
+    suite = write_suite(tmp_path / "toy", 2)
+    out = tmp_path / "run"
+    out.mkdir()
+    target = tmp_path / "elsewhere.txt"
+    (out / LOCK_NAME).symlink_to(target)
+    with SuiteModel(suite.cases) as model:
+        assert main(run_args(model, tmp_path / "toy", out, "--cache-mode", "off")) == 2
+    (line,) = error_lines(capsys)
+    assert "cannot open the run folder's lock file" in line
+    assert not target.exists()
