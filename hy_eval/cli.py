@@ -185,10 +185,18 @@ def add_model_flags(p: argparse.ArgumentParser) -> None:
     _add_cache_flag(g)  # type: ignore[arg-type]
 
 
+def _at_least(flag: str, value: float, low: float, *, above: bool = False) -> None:
+    """A meaningless number (a negative count, a zero timeout) is a usage error (issue 14)."""
+    if value < low or (above and value == low):
+        raise UserError(f"{flag} must be {'above' if above else 'at least'} {low:g} (got {value})")
+
+
 def make_llm(args: argparse.Namespace, concurrency: int | None = None) -> Any:
     """An ``LLMClient`` from the model flags; configuration problems are ``UserError``."""
     from hy_eval.llm import ConfigError, build_client
 
+    _at_least("--timeout", args.timeout, 0, above=True)
+    _at_least("--retries", args.retries, 0)
     options = {"structured": args.structured} if args.structured else None
     if options and args.provider != "openai":
         raise UserError("--structured applies to the openai provider only")
@@ -265,6 +273,7 @@ def cmd_memory_add(args: argparse.Namespace) -> int:
 def cmd_memory_search(args: argparse.Namespace) -> int:
     from hy_eval.memory import MemoryStore
 
+    _at_least("--limit", args.limit, 1)
     store = MemoryStore(args.db)
     for m in store.search(args.query, args.user_id, args.limit):
         print(f"{m.id}\t{m.owner}\t{m.text}")
@@ -609,7 +618,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--filter", help="lang=zh,tag=adversarial,rule=A2,id=... (all must hold)")
     p.add_argument("--concurrency", type=int, help="cases at once (default: provider's)")
     p.add_argument("--out", help="run folder (default reports/<time>-<suite>-<model>-<variant>)")
-    p.add_argument("--resume", metavar="DIR", help="finish an interrupted run in DIR")
+    p.add_argument(
+        "--resume",
+        metavar="DIR",
+        help="finish an interrupted run in DIR (with the run's --provider, --model, --base-url)",
+    )
     p.add_argument("--no-guard", action="store_true", help="switch the cross-subject guard off")
     p.add_argument(
         "--no-reuse",

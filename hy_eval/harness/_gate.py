@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -83,7 +84,19 @@ def load_gates(path: str | Path) -> Gates:
     return Gates(str(path), metrics, data.get("baseline"), float(alpha))
 
 
-def default_baseline_path(suite: str) -> Path:
+#: A suite name that is one plain file name: no folder separator, no "..", no NUL.
+_SAFE_NAME = re.compile(r"[\w][\w.+ -]{0,99}")
+
+
+def default_baseline_path(suite: Any) -> Path:
+    """``reports/baselines/<suite>.json``. The suite name comes from a run's manifest and
+    summary, which anyone can edit: a name that is not one plain file name is refused, so
+    that nothing is written outside ``reports/baselines/`` (issue 14)."""
+    if not isinstance(suite, str) or not _SAFE_NAME.fullmatch(suite) or ".." in suite:
+        raise GateConfigError(
+            f"suite name {suite!r} is not a plain file name; give the baseline file with --out"
+            " (bless) or --baseline (run)"
+        )
     return BASELINES_DIR / f"{suite}.json"
 
 

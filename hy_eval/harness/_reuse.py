@@ -31,6 +31,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from hy_eval._redact import redact
 from hy_eval.llm._cache import canonical_json, open_db
 
 _SCHEMA = """
@@ -122,7 +123,7 @@ class ResultCache:
         return json.loads(row[0]) if row else None
 
     def put_report(self, key: str, payload: Mapping[str, Any]) -> None:
-        text = json.dumps(payload, ensure_ascii=False)
+        text = redact(json.dumps(payload, ensure_ascii=False))
         with self._lock, self._db:
             self._db.execute(
                 "INSERT OR REPLACE INTO report_memo (key, payload, created) VALUES (?, ?, ?)",

@@ -23,8 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hy_eval._redact import redact, redact_tree
 from hy_eval.conversation import normalise_messages, render_conversation
 from hy_eval.harness._dataset import (
+    DATASETS_DIR,
     Case,
     CaseRef,
     DatasetError,
@@ -34,6 +36,16 @@ from hy_eval.harness._dataset import (
 )
 from hy_eval.harness._plots import PlotWorker
 from hy_eval.harness._reuse import ResultCache, case_record_key, record_identity
+from hy_eval.harness._runfolder import (
+    FolderLock,
+    apply_saved,
+    folder_problem,
+    lock_folder,
+    model_mismatch,
+    read_manifest,
+    resume_command,
+    settings_problem,
+)
 from hy_eval.harness._scoring import Outcome, score_case
 from hy_eval.llm import (
     CacheMiss,
@@ -101,23 +113,9 @@ class RunConfig:
     #: A case passes when at least this many of its repeats pass (default: all).
     pass_k: int | None = None
 
-    #: Fields that define a run's results; a resume must not change them.
-    IDENTITY = (
-        "suite",
-        "provider",
-        "model",
-        "base_url",
-        "structured",
-        "variant",
-        "guard",
-        "repeats",
-        "temperature",
-        "pass_k",
-    )
-
     def params(self) -> dict[str, Any]:
         d = {k: v for k, v in self.__dict__.items() if k not in ("api_key", "progress")}
-        return d
+        return redact_tree(d)
 
 
 def _slug(text: str) -> str:
@@ -204,6 +202,7 @@ def repair_records(path: Path) -> set[str]:
 class Runner:
     def __init__(self, config: RunConfig) -> None:
         self.config = config
+        self._folder_lock: FolderLock | None = None
         self.llm: LLMClient | None = None
         self._reuse: ResultCache | None = None
         self._reuse_read = False
@@ -219,18 +218,15 @@ class Runner:
         cfg = self.config
         manifest: dict[str, Any] = {}
         if cfg.resume:
-            run_dir = Path(cfg.resume)
-            mpath = run_dir / "manifest.json"
-            if not mpath.is_file():
-                raise RunError(f"{run_dir}: not a run folder (no manifest.json)")
-            manifest = json.loads(mpath.read_text(encoding="utf-8"))
-            saved = manifest["params"]
-            for key in RunConfig.IDENTITY:
-                setattr(cfg, key, saved.get(key, getattr(cfg, key)))
-            for key in ("limit", "filter"):
-                setattr(cfg, key, saved.get(key, getattr(cfg, key)))
-        if cfg.repeats < 1 or (cfg.pass_k is not None and not 1 <= cfg.pass_k <= cfg.repeats):
-            raise RunError("--repeats must be at least 1 and --pass-k between 1 and --repeats")
+            saved, problem = read_manifest(Path(cfg.resume))
+            if saved is None:
+                raise RunError(str(problem))
+            manifest = saved
+            # Provider, model and base URL stay the command line's (checked in run()).
+            apply_saved(cfg, manifest)
+        problem = settings_problem(cfg)
+        if problem:
+            raise RunError(f"{cfg.resume}/manifest.json: {problem}" if cfg.resume else problem)
         try:
             suite = load_suite(cfg.suite)
         except DatasetError as exc:
@@ -270,6 +266,9 @@ class Runner:
             )
             if (run_dir / "cases.jsonl").exists():
                 raise RunError(f"{run_dir}: already holds a run; use --resume {run_dir}")
+        problem = folder_problem(run_dir, [DATASETS_DIR, *{f.parent for f in suite.files}])
+        if problem:
+            raise RunError(problem)
         # The folder is made once the model is set up (run()): a bad flag leaves nothing.
         return suite, cases, prompts, run_dir, manifest
 
@@ -277,7 +276,7 @@ class Runner:
         self, suite: Suite, prompts: PromptLibrary, llm: LLMClient, previous: dict[str, Any]
     ) -> dict[str, Any]:
         now = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-        return {
+        manifest: dict[str, Any] = {
             "suite": suite.name,
             "dataset_files": [str(f) for f in suite.files],
             "dataset_hash": suite.hash,
@@ -292,17 +291,31 @@ class Runner:
             "resumed": [*previous.get("resumed", []), now] if previous else [],
             "finished": None,
         }
+        return redact_tree(manifest)  # a URL with credentials, for one
 
     # -- running ---------------------------------------------------------------------
 
     def run(self) -> tuple[Path, dict[str, Any], int]:
         """Run (or resume) and report. Returns the run folder, the summary and the exit
         code (0 ok, 3 provider errors above the tolerance, 4 a replay-only cache miss)."""
+        self._folder_lock = None
+        try:
+            return self._run()
+        finally:
+            if self._folder_lock is not None:
+                self._folder_lock.release()
+
+    def _run(self) -> tuple[Path, dict[str, Any], int]:
         from hy_eval.harness._report import write_reports
         from hy_eval.llm import ConfigError
 
         cfg = self.config
         suite, cases, prompts, run_dir, previous = self._prepare()
+        if previous and previous.get("provider") != cfg.provider:
+            # Refused before a provider is made: a key is never sent to the manifest's URL.
+            raise RunError(
+                str(model_mismatch(run_dir, previous, cfg.provider, cfg.model or "default", ""))
+            )
         try:
             llm = build_client(
                 cfg.provider,
@@ -320,12 +333,24 @@ class Runner:
         except ConfigError as exc:
             raise RunError(str(exc)) from None
         self.llm = llm
+        if previous:
+            p = llm.provider
+            problem = model_mismatch(run_dir, previous, p.name, p.model, p.base_url)
+            if problem:
+                raise RunError(problem)
         try:
             prices = PriceTable.load(cfg.prices)
         except ConfigError as exc:
             raise RunError(str(exc)) from None
         manifest = self._manifest(suite, prompts, llm, previous)
         run_dir.mkdir(parents=True, exist_ok=True)
+        self._folder_lock, problem = lock_folder(run_dir)
+        if self._folder_lock is None:
+            raise RunError(str(problem))
+        if not cfg.resume and (run_dir / "cases.jsonl").exists():
+            # Checked again under the lock: a run that started with this one may have
+            # finished in between.
+            raise RunError(f"{run_dir}: already holds a run; use --resume {run_dir}")
         _write_json(run_dir / "manifest.json", manifest)
         # Finished records and reports are kept beside the answers (see _reuse.py).
         reuse = ResultCache(cfg.cache_path) if cfg.cache_mode in ("read-write", "refresh") else None
@@ -377,7 +402,7 @@ class Runner:
             except DatasetError as exc:
                 raise RunError(
                     "dataset error: " + "; ".join(exc.problems[:5]) + f" (finished cases are "
-                    f"kept in {records}; resume with --resume {run_dir})"
+                    f"kept in {records}; resume with {resume_command(run_dir, manifest)})"
                 ) from None
             except ModelProcessDied as exc:
                 # A native crash of the model library: the finished cases are on disk.
@@ -403,7 +428,7 @@ class Runner:
         except KeyboardInterrupt:
             print(
                 f"\nhy-eval: interrupted; finished cases are kept in {records}. "
-                f"Resume with: python run_eval.py --resume {run_dir}",
+                f"Resume with: {resume_command(run_dir, manifest)}",
                 file=sys.stderr,
             )
             raise
@@ -481,7 +506,8 @@ class Runner:
                         exc.case_id = ref.id if repeat == 0 else f"{ref.id} repeat {repeat}"
                         raise
                     store.clear()
-                    line = json.dumps(record, ensure_ascii=False) + "\n"
+                    # Redacted once, before the line reaches cases.jsonl and the cache.
+                    line = redact(json.dumps(record, ensure_ascii=False)) + "\n"
                     error = record["status"] == "error"
                     if reuse is not None and not error:
                         reuse.put_record(key, line)
@@ -526,7 +552,7 @@ class Runner:
 
 def _write_json(path: Path, data: Any) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(data, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    tmp.write_text(redact(json.dumps(data, ensure_ascii=False, indent=2)) + "\n", encoding="utf-8")
     os.replace(tmp, path)
 
 

@@ -12,6 +12,7 @@ import json
 import os
 from typing import Any
 
+from hy_eval._redact import register_secret
 from hy_eval.llm._base import (
     Completion,
     ProviderError,
@@ -71,6 +72,7 @@ class AnthropicProvider:
         key = api_key or os.environ.get("ANTHROPIC_API_KEY")
         if not key:
             raise ConfigError("the anthropic provider needs an API key: set ANTHROPIC_API_KEY")
+        register_secret(key)  # redacted wherever an error body echoes it
         self.key_options: dict[str, Any] = {"structured": "tool"}
         self._anthropic = anthropic
         self._client = anthropic.AsyncAnthropic(

@@ -8,6 +8,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from hy_eval._redact import redact
+
 JsonDict = dict[str, Any]
 ErrorKind = Literal[
     "rate_limit", "server", "connection", "timeout", "bad_request", "auth", "bad_answer", "other"
@@ -153,7 +155,9 @@ def retry_after_seconds(headers: Any) -> float | None:
 
 
 def short_text(text: str, limit: int = 200) -> str:
-    text = " ".join(str(text).split())
+    """One line of at most ``limit`` characters, secrets redacted (a provider's error
+    body may echo the request's headers)."""
+    text = redact(" ".join(str(text).split()))
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -161,9 +165,9 @@ def sdk_error(vendor: str, sdk: Any, exc: BaseException) -> ProviderError:
     """Map an exception of the ``openai`` or ``anthropic`` SDK (their error classes share
     names and meaning) to a ``ProviderError`` whose kind decides the retry."""
     if isinstance(exc, sdk.APITimeoutError):
-        return ProviderError("timeout", f"{vendor}: timed out: {exc}")
+        return ProviderError("timeout", f"{vendor}: timed out: {redact(str(exc))}")
     if isinstance(exc, sdk.APIConnectionError):
-        return ProviderError("connection", f"{vendor}: connection error: {exc}")
+        return ProviderError("connection", f"{vendor}: connection error: {redact(str(exc))}")
     if isinstance(exc, sdk.APIStatusError):
         status = int(exc.status_code)
         kind: ErrorKind = (
@@ -183,7 +187,7 @@ def sdk_error(vendor: str, sdk: Any, exc: BaseException) -> ProviderError:
         )
     # A body that is not JSON: the SDK raises a validation error or lets json's
     # ValueError through. A proxy glitch as far as we can tell: retried like a 5xx.
-    return ProviderError("server", f"{vendor}: malformed response body: {exc}")
+    return ProviderError("server", f"{vendor}: malformed response body: {redact(str(exc))}")
 
 
 _FENCE_RE = re.compile(r"^\s*```(?:json|JSON)?\s*\n(.*?)\n\s*```\s*$", re.DOTALL)

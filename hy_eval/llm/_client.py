@@ -14,6 +14,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from hy_eval._redact import redact
 from hy_eval.llm._base import Completion, Provider, ProviderError, Request, Usage, parse_json_answer
 from hy_eval.llm._cache import (
     AnswerCache,
@@ -99,7 +100,8 @@ class LLMClient:
 
     def key_fields(self, request: Request) -> dict[str, Any]:
         p = self.provider
-        return key_fields(p.name, p.model, p.base_url, self.options, request)
+        # Credentials in the URL do not change an answer; kept out of the stored request.
+        return key_fields(p.name, p.model, redact(p.base_url), self.options, request)
 
     def _sem(self) -> asyncio.Semaphore:
         if self._semaphore is None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from typing import Any, Literal
 
+from hy_eval._redact import register_secret
 from hy_eval.llm._base import (
     Completion,
     ProviderError,
@@ -74,6 +75,7 @@ class OpenAIProvider:
                     "(or pass --base-url for a server that needs none)"
                 )
             key = "unused"
+        register_secret(key)  # redacted wherever an error body echoes it
         if structured not in ("json_schema", "json_object", "text"):
             raise ConfigError(f"unknown structured-output mode {structured!r}")
         self.structured: StructuredMode = structured

@@ -1,0 +1,203 @@
+"""Rules that keep a run folder whole and a resume honest (issue 14).
+
+- A folder is written by one run at a time: an OS lock (``fcntl.flock``) on
+  ``DIR/.lock``, held while the run writes. The kernel drops it when the process dies,
+  so a killed run leaves no stale lock.
+- ``--resume DIR`` talks to the model of the command line and never to the URL written
+  in ``DIR/manifest.json`` (a copied folder could name any server, and the key would go
+  there); a manifest naming another provider, model or endpoint is refused. The original
+  run's settings (which cases, cache mode, concurrency, timeouts) are kept unless the
+  command line sets them to something other than their default.
+- Settings are checked before anything is made: a count below one, a negative time or a
+  rate outside 0..1 is a one-line error, and a run folder never lies in a dataset folder.
+
+The checks return a one-line problem (or ``None``) for the runner to raise as its error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from hy_eval._redact import redact
+
+if TYPE_CHECKING:
+    from hy_eval.harness._runner import RunConfig
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: runs are not locked there
+    fcntl = None  # type: ignore[assignment]
+
+LOCK_NAME = ".lock"
+
+#: Settings a resume takes from the manifest, unless the command line moved them off
+#: their default (a flag given with its default value cannot be told from no flag).
+KEPT_ON_RESUME = (
+    "cache_mode",
+    "concurrency",
+    "reuse",
+    "timeout",
+    "retries",
+    "retry_base_delay",
+    "max_error_rate",
+)
+#: Identity fields a resume takes from the manifest. Provider, model and base URL are
+#: not among them: they come from the command line and must match the manifest.
+SAVED_IDENTITY = ("suite", "structured", "variant", "guard", "repeats", "temperature", "pass_k")
+
+
+class FolderLock:
+    """An exclusive lock on a run folder, held until :meth:`release` or process exit."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd: int | None = fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)  # closing the descriptor drops the flock
+            self._fd = None
+
+
+def lock_folder(run_dir: Path) -> tuple[FolderLock | None, str | None]:
+    """Lock ``run_dir`` (which must exist) for this process, or say why not: another
+    process holds it, or the lock file cannot be opened (it is never followed if it is a
+    symbolic link, as a copied folder could hold one)."""
+    path = run_dir / LOCK_NAME
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    except OSError as exc:
+        return None, f"{path}: cannot open the run folder's lock file ({exc.strerror})"
+    if fcntl is not None:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            return None, f"{run_dir}: another run is writing this folder; wait for it to end"
+    return FolderLock(fd), None
+
+
+def read_manifest(run_dir: Path) -> tuple[dict[str, Any] | None, str | None]:
+    """The manifest of ``run_dir`` for a resume, or a one-line problem."""
+    path = run_dir / "manifest.json"
+    if not path.is_file():
+        return None, f"{run_dir}: not a run folder (no manifest.json)"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, RecursionError) as exc:
+        return None, f"{path}: not a readable manifest ({type(exc).__name__})"
+    if not isinstance(data, dict) or not isinstance(data.get("params"), dict):
+        return None, f"{path}: not a run manifest (no 'params' object)"
+    return data, None
+
+
+def apply_saved(cfg: RunConfig, manifest: dict[str, Any]) -> None:
+    """Take the run's identity and settings from ``manifest`` into ``cfg`` (a resume)."""
+    from hy_eval.harness._runner import RunConfig
+
+    saved = manifest["params"]
+    defaults = RunConfig()
+    for key in (*SAVED_IDENTITY, "limit", "filter"):
+        if key in saved:
+            setattr(cfg, key, saved[key])
+    for key in KEPT_ON_RESUME:
+        if key in saved and getattr(cfg, key) == getattr(defaults, key):
+            setattr(cfg, key, saved[key])
+
+
+def model_mismatch(
+    run_dir: Path, manifest: dict[str, Any], name: str, model: str, url: str
+) -> str | None:
+    """Why the command line's model is not the one ``manifest`` ran, or ``None``."""
+    want = (
+        manifest.get("provider"),
+        manifest.get("model"),
+        redact(str(manifest.get("base_url") or "")),
+    )
+    have = (name, model, redact(url or ""))
+    if want == have:
+        return None
+
+    def show(p: Any, m: Any, u: Any) -> str:
+        return f"{p}:{m}" + (f" at {u}" if u else "")
+
+    return (
+        f"{run_dir} was run with {show(*want)}, this command line gives {show(*have)}; "
+        f"resume with the same model flags: {resume_command(run_dir, manifest)}"
+    )
+
+
+def resume_command(run_dir: Path, manifest: dict[str, Any]) -> str:
+    """The command that resumes ``run_dir``, with the model flags it was run with."""
+    params = manifest.get("params") or {}
+    parts = ["python", "run_eval.py", "--resume", str(run_dir)]
+    if manifest.get("provider") not in (None, "local"):
+        parts += ["--provider", str(manifest["provider"])]
+    for flag, key in (("--model", "model"), ("--base-url", "base_url")):
+        if params.get(key):
+            parts += [flag, str(params[key])]
+    return redact(" ".join(shlex.quote(p) for p in parts))
+
+
+def _int_at_least(value: Any, low: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= low
+
+
+def _number_in(
+    value: Any, low: float, high: float | None = None, *, open_low: bool = False
+) -> bool:
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or value != value:
+        return False
+    if value < low or (open_low and value == low):
+        return False
+    return high is None or value <= high
+
+
+def settings_problem(cfg: RunConfig) -> str | None:
+    """A one-line problem with ``cfg``'s numbers and choices, or ``None``."""
+    checks: list[tuple[str, Any, bool, str]] = [
+        ("--limit", cfg.limit, cfg.limit is None or _int_at_least(cfg.limit, 1), "at least 1"),
+        (
+            "--concurrency",
+            cfg.concurrency,
+            cfg.concurrency is None or _int_at_least(cfg.concurrency, 1),
+            "at least 1",
+        ),
+        ("--repeats", cfg.repeats, _int_at_least(cfg.repeats, 1), "at least 1"),
+        ("--timeout", cfg.timeout, _number_in(cfg.timeout, 0.0, open_low=True), "above 0 seconds"),
+        ("--retries", cfg.retries, _int_at_least(cfg.retries, 0), "0 or more"),
+        ("--retry-delay", cfg.retry_base_delay, _number_in(cfg.retry_base_delay, 0.0), "0 or more"),
+        (
+            "--max-error-rate",
+            cfg.max_error_rate,
+            _number_in(cfg.max_error_rate, 0.0, 1.0),
+            "between 0 and 1",
+        ),
+        ("--temperature", cfg.temperature, _number_in(cfg.temperature, 0.0), "0 or more"),
+    ]
+    for flag, value, ok, rule in checks:
+        if not ok:
+            return f"{flag} must be {rule} (got {value!r})"
+    if cfg.pass_k is not None and not (_int_at_least(cfg.pass_k, 1) and cfg.pass_k <= cfg.repeats):
+        return f"--pass-k must be between 1 and --repeats ({cfg.repeats}) (got {cfg.pass_k!r})"
+    for key in ("filter", "suite", "variant"):
+        value = getattr(cfg, key)
+        if value is not None and not isinstance(value, str):
+            return f"--{key} must be text (got {value!r})"
+    return None
+
+
+def folder_problem(run_dir: Path, dataset_dirs: list[Path]) -> str | None:
+    """Why ``run_dir`` may not hold a run: it lies in a folder of dataset files."""
+    where = run_dir.resolve()
+    for folder in dataset_dirs:
+        base = folder.resolve()
+        if where == base or base in where.parents:
+            return (
+                f"{run_dir}: is inside the dataset folder {folder}; a run folder there "
+                "would be read as part of the suite. Choose --out elsewhere"
+            )
+    return None
