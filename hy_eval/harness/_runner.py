@@ -409,7 +409,7 @@ class Runner:
                 kept = len(repair_records(records))
                 raise RunError(
                     f"{exc.describe()}; {kept} case{'' if kept == 1 else 's'} kept in {records}; "
-                    f"finish with --resume {run_dir}",
+                    f"finish with {resume_command(run_dir, manifest)}",
                     exit_code=3,
                 ) from None
             wall = time.perf_counter() - started

@@ -93,7 +93,8 @@ def test_a_crash_mid_run_keeps_the_finished_cases_and_resume_completes(fake_work
     assert info.value.exit_code == 3
     assert str(info.value) == (
         f"local model process died (signal 11, SIGSEGV) on case t-03; 3 cases kept in "
-        f"{run_dir / 'cases.jsonl'}; finish with --resume {run_dir}"
+        f"{run_dir / 'cases.jsonl'}; finish with python run_eval.py --resume {run_dir} "
+        f"--model {model}"
     )
     assert records(run_dir) == ["t-00", "t-01", "t-02"]
     done, summary, code = Runner(local_config(tmp_path, model, resume=str(run_dir))).run()
@@ -111,7 +112,7 @@ def test_the_cli_says_it_in_one_line_with_exit_3(fake_worker, tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert re.fullmatch(
         r"hy-eval: error: local model process died \(signal 11, SIGSEGV\) on case t-01; "
-        r"1 case kept in .*; finish with --resume .*",
+        r"1 case kept in .*; finish with python run_eval.py --resume \S+ --model \S+plan.gguf",
         err[-1],
     ), err
     assert main(["--resume", str(out), "--model", str(model)]) == 0
