@@ -115,8 +115,11 @@ def serve(pool: ContextPool, lines: Iterator[str], out: IO[str]) -> None:
             reply = answer(pool, json.loads(line))
         except Exception as exc:  # one bad request must not end the process
             reply = {"error": "bad_request", "message": f"{type(exc).__name__}: {exc}"}
-        out.write(json.dumps(reply) + "\n")
-        out.flush()
+        try:
+            out.write(json.dumps(reply) + "\n")
+            out.flush()
+        except BrokenPipeError:  # the harness is gone (killed): nobody to answer
+            break
     pool.close()
 
 
