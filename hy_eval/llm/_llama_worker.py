@@ -119,6 +119,8 @@ def serve(pool: ContextPool, lines: Iterator[str], out: IO[str]) -> None:
             out.write(json.dumps(reply) + "\n")
             out.flush()
         except BrokenPipeError:  # the harness is gone (killed): nobody to answer
+            # The unflushed answer would be written again at exit: send it nowhere.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), out.fileno())
             break
     pool.close()
 
