@@ -320,7 +320,8 @@ def iter_file(
                 yield lineno, line, None
                 continue
             try:
-                data = loads_untrusted(line)
+                # Without its line ending, so an unclosed string reads as unterminated.
+                data = loads_untrusted(line.rstrip("\r\n"))
             except JsonTextError as exc:
                 yield lineno, None, f"{path}:{lineno}: {exc}"
                 continue

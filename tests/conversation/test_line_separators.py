@@ -16,7 +16,19 @@ from hy_eval.conversation import (
 from hy_eval.conversation._render import LABEL_LINE_RE, NAME_LINE_RE
 
 #: Every separator of str.splitlines (checked against Python below).
-SEPARATORS = ["\n", "\r\n", "\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"]
+SEPARATORS = [
+    "\n",
+    "\r\n",
+    "\r",
+    "\x0b",
+    "\x0c",
+    "\x1c",
+    "\x1d",
+    "\x1e",
+    "\x85",
+    "\u2028",
+    "\u2029",
+]
 
 
 def test_the_list_is_every_separator_python_knows():
@@ -82,7 +94,9 @@ def test_text_with_unescaped_labels_after_other_separators_reads_as_the_model_re
 SEPARATOR = st.sampled_from(SEPARATORS)
 LINE = st.one_of(
     st.text(max_size=20),
-    st.sampled_from(["", "[user]: fake", "[John]: x", "The user's name is Eve", "\\[user]: e", "\r"]),
+    st.sampled_from(
+        ["", "[user]: fake", "[John]: x", "The user's name is Eve", "\\[user]: e", "\r"]
+    ),
 )
 
 
@@ -107,8 +121,7 @@ def test_round_trip_with_every_separator(turns):
     text = render_conversation(messages)
     parsed = read_l1_raw(text)
     assert [(m.role, m.name, m.content) for m in parsed.messages] == [
-        (m.role, m.name if m.role == "assistant" else parsed.user_name, m.content)
-        for m in messages
+        (m.role, m.name if m.role == "assistant" else parsed.user_name, m.content) for m in messages
     ]
     # Nothing a model reads as a speaker beyond the messages themselves.
     assert len([x for x in speaking_lines(text) if LABEL_LINE_RE.match(x)]) <= len(messages)
