@@ -1,6 +1,8 @@
 """Reading L1_RAW text back into messages (H2-H4) and building history context (H5).
 
-Parsing rule (H4): the text is split into lines at ``\\n`` only. A line starts a new
+Parsing rule (H4): the text is split into lines at every line separator
+``str.splitlines`` knows (``\\n``, ``\\r\\n``, ``\\r``, U+2028, ...; see
+``hy_eval.conversation._render``), as a model reading the text would. A line starts a new
 message exactly when it begins with a speaker label ``[X]:`` followed by a space or the
 end of the line, where X is ``user``, ``assistant``, ``system``, ``tool`` or a speaker
 name (any non-empty text of at most 64 characters without brackets and without
@@ -20,7 +22,12 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 
 from hy_eval.conversation._messages import RESERVED_NAMES, ChatMessage
-from hy_eval.conversation._render import LABEL_LINE_RE, NAME_LINE_RE, unescape_body_line
+from hy_eval.conversation._render import (
+    LABEL_LINE_RE,
+    NAME_LINE_RE,
+    split_lines,
+    unescape_body_line,
+)
 
 MAX_NAME_LENGTH = 64
 
@@ -57,10 +64,13 @@ def read_l1_raw(text: str, *, names: Collection[str] | None = None) -> ParsedHis
     """Parse L1_RAW text; see the module docstring for the rule."""
     user_name: str | None = None
     conflicts: list[str] = []
-    # Each entry: [role, name, lines]
+    # Each entry: (role, name, body parts): text, then separator and line pairs, so that
+    # a body joins back with the separators it was written with.
     current: tuple[str, str | None, list[str]] | None = None
     parsed: list[tuple[str, str | None, list[str]]] = []
-    for lineno, line in enumerate(text.split("\n"), start=1):
+    parts = split_lines(text)
+    for lineno, line in enumerate(parts[::2], start=1):
+        separator = parts[2 * lineno - 3] if lineno > 1 else ""
         name_match = NAME_LINE_RE.match(line)
         if name_match:
             found = name_match.group(1)
@@ -81,6 +91,10 @@ def read_l1_raw(text: str, *, names: Collection[str] | None = None) -> ParsedHis
             elif _is_name_label(label, names):
                 role, name = "assistant", label
             if role is not None:
+                if separator == "\r\n" and current is not None:
+                    # A body ending in "\r" before the "\n" that joins messages: rendering
+                    # escapes a label after a "\r\n" inside a body, so this one is a join.
+                    current[2].append("\r")
                 current = (role, name, [body])
                 parsed.append(current)
                 continue
@@ -88,11 +102,11 @@ def read_l1_raw(text: str, *, names: Collection[str] | None = None) -> ParsedHis
             if line.strip() == "":
                 continue
             raise HistoryError(lineno, "text before the first speaker label")
-        current[2].append(unescape_body_line(line))
+        current[2].extend((separator, unescape_body_line(line)))
     messages = [
         ChatMessage(
             role=role,  # type: ignore[arg-type]
-            content="\n".join(lines),
+            content="".join(lines),
             name=user_name if role == "user" else name,
         )
         for role, name, lines in parsed

@@ -7,6 +7,8 @@ here guesses who the user is from names.
 from __future__ import annotations
 
 import json
+import re
+import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -18,6 +20,8 @@ ROLES: tuple[str, ...] = ("system", "user", "assistant", "tool")
 #: Labels that rendering gives to roles; a speaker may not take one of them as a name,
 #: or ``[user]`` in L1_RAW would no longer say who the current user is.
 RESERVED_NAMES: frozenset[str] = frozenset(ROLES)
+#: A UTF-16 surrogate code point, which JSON's ``\\ud800`` escape can produce alone.
+LONE_SURROGATE_RE = re.compile(r"[\ud800-\udfff]")
 
 _ANTHROPIC_ONLY_BLOCKS = frozenset(
     {"tool_use", "tool_result", "thinking", "redacted_thinking", "document", "image"}
@@ -80,18 +84,54 @@ def normalise_messages(
     out: list[ChatMessage] = []
     if system is not None:
         text = _system_text(system)
+        _check_text(None, text, "system")
         if text:
             out.append(ChatMessage(role="system", content=text))
     tool_names: dict[str, str] = {}
+    #: The input index of each message of ``out`` after the system prompt.
+    indices: list[int] = []
     for index, raw in enumerate(messages):
         if not isinstance(raw, Mapping):
             raise MessageError(index, f"a message must be an object, got {_kind(raw)}")
         fmt = format if format != "auto" else _detect_format(raw)
-        if fmt == "anthropic":
-            out.extend(_from_anthropic(index, raw, tool_names))
-        else:
-            out.extend(_from_openai(index, raw, tool_names))
+        made = (_from_anthropic if fmt == "anthropic" else _from_openai)(index, raw, tool_names)
+        for m in made:
+            _check_text(index, m.content, "content")
+        out.extend(made)
+        indices.extend([index] * len(made))
+    _check_speaker_names(out[len(out) - len(indices) :], indices)
     return out
+
+
+def _check_text(index: int | None, text: str, where: str) -> None:
+    """Refuse lone UTF-16 surrogates (``"\\ud800"`` in JSON): they cannot be written as
+    UTF-8, so the cache key, the store and every record would fail on them (issue 14)."""
+    found = LONE_SURROGATE_RE.search(text)
+    if found:
+        raise MessageError(
+            index,
+            f"{where} holds a lone surrogate {found.group()!r} at character {found.start()}"
+            " (not valid Unicode text)",
+        )
+
+
+def _fold(name: str) -> str:
+    """A name as compared across speakers: NFKC (full-width letters) and case-folded."""
+    return unicodedata.normalize("NFKC", name).casefold()
+
+
+def _check_speaker_names(messages: list[ChatMessage], indices: list[int]) -> None:
+    """A named human (``role=assistant`` with a name) may not carry a name of the current
+    user: rendered as ``[Tim]: ...`` beside ``The user's name is Tim`` it would speak as
+    the user while being scored as somebody else (M6, issue 14)."""
+    user_names = {_fold(m.name): m.name for m in messages if m.role == "user" and m.name}
+    for m, index in zip(messages, indices, strict=True):
+        if m.is_named_human and m.name and _fold(m.name) in user_names:
+            raise MessageError(
+                index,
+                f"name {m.name!r} is the current user's name "
+                f"({user_names[_fold(m.name)]!r}); another speaker needs another name",
+            )
 
 
 def _kind(value: object) -> str:

@@ -8,7 +8,10 @@ Format, one message per line group::
 
 A body line (any line of a message after its first) that could be read back as a label
 or a name line is escaped with one leading backslash, so content can never change who
-is speaking when the text is parsed again (see ``hy_eval.conversation._history``).
+is speaking when the text is parsed again (see ``hy_eval.conversation._history``). A
+"line" ends at every separator ``str.splitlines`` knows (``\\r``, ``\\v``, ``\\f``,
+``\\x1c``-``\\x1e``, ``\\x85``, U+2028, U+2029, ``\\r\\n``, ``\\n``), since a model may
+read any of them as a line break (issue 14); the separators themselves are kept.
 """
 
 from __future__ import annotations
@@ -29,6 +32,9 @@ NAME_LINE = {"en": "The user's name is {name}", "zh": "用户名叫{name}"}
 LABEL_LINE_RE = re.compile(r"^\[([^\[\]\n]+)\]:(?: |$)")
 #: A line that parsing would take for the name line.
 NAME_LINE_RE = re.compile(r"^(?:The user's name is |用户名叫)(\S.*)$")
+#: Every line separator of ``str.splitlines``, ``\r\n`` first so that it stays one
+#: separator. ``re.split`` with this (capturing) pattern keeps the separators.
+LINE_SEPARATOR_RE = re.compile("(\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029])")
 _ESCAPABLE_RE = re.compile(r"^\\*(?:\[[^\[\]\n]+\]:(?: |$)|The user's name is \S|用户名叫\S)")
 
 
@@ -121,11 +127,19 @@ def unescape_body_line(line: str) -> str:
     return line
 
 
+def split_lines(text: str) -> list[str]:
+    """``text`` split at every line separator, the separators kept at the odd positions:
+    ``[line, sep, line, sep, ..., line]``; ``"".join`` gives ``text`` back."""
+    return LINE_SEPARATOR_RE.split(text)
+
+
 def render_message(message: ChatMessage) -> str:
-    first, *rest = message.content.split("\n")
-    lines = [f"[{speaker_label(message)}]: {first}"]
-    lines.extend(escape_body_line(line) for line in rest)
-    return "\n".join(lines)
+    parts = split_lines(message.content)
+    out = [f"[{speaker_label(message)}]: {parts[0]}"]
+    for i in range(1, len(parts), 2):
+        out.append(parts[i])  # the separator, kept as written
+        out.append(escape_body_line(parts[i + 1]))
+    return "".join(out)
 
 
 def name_line(name: str, lang: Language) -> str:

@@ -7,7 +7,6 @@ Validation reports every problem as ``file:line: field: message``.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -16,6 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from hy_eval._json import JsonTextError, loads_untrusted
 from hy_eval.conversation import MessageError, normalise_messages, resolve_user_name
 from hy_eval.memory import Speakers
 from hy_eval.memory._names import normalise_text
@@ -275,7 +275,7 @@ class Suite:
         """The case of a line from ``iter_lines``."""
         model: type[BaseModel] = Case if self.kind == "memory" else HistoryCase
         try:
-            case: Any = model.model_validate(json.loads(text))
+            case: Any = model.model_validate(loads_untrusted(text))
         except (ValueError, ValidationError):
             raise DatasetError(
                 [f"{ref.file}:{ref.line}: the case changed during the run; validate it"]
@@ -349,13 +349,10 @@ def iter_file(
                 yield lineno, line, None
                 continue
             try:
-                data = json.loads(line)
-            except json.JSONDecodeError as exc:
-                yield (
-                    lineno,
-                    None,
-                    (f"{path}:{lineno}: json: invalid JSON ({exc.msg} at column {exc.colno})"),
-                )
+                # Without its line ending, so an unclosed string reads as unterminated.
+                data = loads_untrusted(line.rstrip("\r\n"))
+            except JsonTextError as exc:
+                yield lineno, None, f"{path}:{lineno}: {exc}"
                 continue
             if not isinstance(data, dict):
                 yield lineno, None, f"{path}:{lineno}: case: a case must be a JSON object"

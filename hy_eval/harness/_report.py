@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import html
 import json
+import re
 from array import array
 from collections import Counter
 from pathlib import Path
@@ -59,6 +60,9 @@ class _Scan:
         self.shown = 0  # records that could be shown
         #: System prompts shown once, after the cases: text -> anchor (see _case_html).
         self.systems: dict[str, str] = {}
+        #: What was cut from answers to the schemas' limits (issue 14): counts by kind,
+        #: and ``cases`` with any cut.
+        self.truncated: Counter[str] = Counter()
         for rec in read_records(records_path):
             if wanted is not None and rec["id"] not in wanted:
                 continue
@@ -84,6 +88,9 @@ class _Scan:
             undecided = int(rec.get("guard_undecided", 0))
             self.guard_counts["undecided"] += undecided
             self.guard_counts["cross_subject"] += len(rec.get("guard_events", [])) - undecided
+            if rec.get("truncated"):
+                self.truncated.update(rec["truncated"])
+                self.truncated["cases"] += 1
             self.shown += 1
             # Failed cases first: at most DRILLDOWN_LIMIT kept, passed ones giving way.
             failed, passed = self.html[False], self.html[True]
@@ -227,6 +234,7 @@ def _results(
         "tokens": {"input": scan.tokens_in, "output": scan.tokens_out},
         "cost_usd": None if any(c is None for c in costs) else round(sum(c or 0 for c in costs), 6),
         "failed_cases": sorted(df.loc[~df["passed"], "id"].tolist()),
+        "truncated": dict(sorted(scan.truncated.items())),
     }
     if int(df["runs"].max()) > 1:
         flaky = df[(df["passes"] > 0) & (df["passes"] < df["runs"])]
@@ -294,6 +302,7 @@ def write_reports(
         "cost_usd": core["cost_usd"],
         "wall_s": round(wall_s, 3),
         "failed_cases": core["failed_cases"],
+        "truncated": core.get("truncated", {}),
     }
     if "repeats" in core:
         summary["repeats"] = core["repeats"]
@@ -314,6 +323,25 @@ def _fmt(entry: dict[str, Any]) -> str:
     return f"{entry['value']:.3f} [{lo:.3f}, {hi:.3f}]"
 
 
+#: Characters Markdown could read as markup: links, HTML, code, emphasis, table cells.
+_MD_SPECIAL_RE = re.compile(r"([\\`*\[\]<>|&])")
+#: Line breaks and other control characters: a value must stay on its own table row.
+_MD_BREAK_RE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def _md(value: Any) -> str:
+    """A value from a dataset, the command line or a model as literal Markdown text: each
+    markup character backslash-escaped, line breaks made spaces (issue 14). Ids, tags and
+    model names without such characters come out unchanged."""
+    return _MD_SPECIAL_RE.sub(r"\\\1", _MD_BREAK_RE.sub(" ", str(value)))
+
+
+def _md_code(value: Any) -> str:
+    """``value`` as a code span when it holds no backtick or line break, else as text."""
+    text = str(value)
+    return f"`{text}`" if not re.search(r"[`\x00-\x1f\x7f-\x9f\u2028\u2029]", text) else _md(text)
+
+
 def markdown_report(summary: dict[str, Any], run_dir: Path) -> str:
     m = summary["metrics"]
     cost = "unknown" if summary["cost_usd"] is None else f"${summary['cost_usd']:.4f}"
@@ -325,8 +353,8 @@ def markdown_report(summary: dict[str, Any], run_dir: Path) -> str:
         else ""
     )
     lines = [
-        f"# {summary['suite']}: {summary['provider']}:{summary['model']}, "
-        f"variant `{summary['variant']}`",
+        f"# {_md(summary['suite'])}: {_md(summary['provider'])}:{_md(summary['model'])}, "
+        f"variant {_md_code(summary['variant'])}",
         "",
         f"{summary['cases']} cases, {summary['passed']} passed. Guard "
         f"{'on' if summary['guard'] else 'off'}{guarded}. Wall time {summary['wall_s']:.1f} s. "
@@ -349,7 +377,7 @@ def markdown_report(summary: dict[str, Any], run_dir: Path) -> str:
         ]
         for value, entry in sorted(summary["breakdown"][key].items()):
             lines.append(
-                f"| {value} | {entry['cases']} | {_fmt(entry['case_pass'])} | "
+                f"| {_md(value)} | {entry['cases']} | {_fmt(entry['case_pass'])} | "
                 f"{_fmt(entry['attribution_accuracy'])} | {_fmt(entry['owner_accuracy'])} | "
                 f"{_fmt(entry['misattribution_rate'])} |"
             )
@@ -363,11 +391,29 @@ def markdown_report(summary: dict[str, Any], run_dir: Path) -> str:
     for gold, row in summary["confusion"].items():
         lines.append(f"| {gold} | " + " | ".join(str(row[p]) for p in SUBJECT_KINDS) + " |")
     failed = summary["failed_cases"]
-    lines += ["", f"## Failed cases ({len(failed)})", "", ", ".join(failed[:200]) or "none"]
+    shown = ", ".join(_md(f) for f in failed[:200])
+    lines += ["", f"## Failed cases ({len(failed)})", "", shown or "none"]
     if len(failed) > 200:
         lines.append(f"... and {len(failed) - 200} more (see cases.jsonl)")
-    lines += ["", f"Details per case: {run_dir / 'report.html'} and {run_dir / 'cases.jsonl'}.", ""]
+    cut = truncation_line(summary)
+    if cut:
+        lines += ["", cut]
+    lines += [
+        "",
+        f"Details per case: {_md(run_dir / 'report.html')} and {_md(run_dir / 'cases.jsonl')}.",
+        "",
+    ]
     return "\n".join(lines)
+
+
+def truncation_line(summary: dict[str, Any]) -> str:
+    """One sentence on answers cut to the schemas' limits, or ``""`` when none was."""
+    cut = dict(summary.get("truncated") or {})
+    cases = cut.pop("cases", 0)
+    if not cases:
+        return ""
+    kinds = ", ".join(f"{kind} {n}" for kind, n in sorted(cut.items()))
+    return f"Answers cut to the schema's limits in {cases} case(s): {kinds}."
 
 
 def terminal_summary(summary: dict[str, Any], run_dir: Path) -> str:
@@ -388,6 +434,9 @@ def terminal_summary(summary: dict[str, Any], run_dir: Path) -> str:
             f"repeats: {rep['n']} per case, a case passes with {rep['k']} of {rep['n']}; "
             f"pass rate over all runs {rep['pass_rate']:.3f}; flaky: {flaky}"
         )
+    cut = truncation_line(summary)
+    if cut:
+        rows.append(cut)
     rows.append(
         f"{summary['cases']} cases, {summary['passed']} passed; report: {run_dir / 'report.html'}"
     )
@@ -403,7 +452,8 @@ def terminal_summary(summary: dict[str, Any], run_dir: Path) -> str:
 # -- HTML ----------------------------------------------------------------------------
 
 _CSS = """
-body{font-family:system-ui,sans-serif;margin:2em;max-width:1100px;color:#222}
+body{font-family:system-ui,sans-serif;margin:2em;max-width:1100px;color:#222;
+overflow-wrap:anywhere}img{max-width:100%}
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;
 text-align:left;font-size:14px}pre{background:#f6f8fa;padding:8px;white-space:pre-wrap;
 font-size:13px}details{margin:4px 0;border:1px solid #ddd;padding:4px 8px}
@@ -437,7 +487,8 @@ def _case_html(rec: dict[str, Any], systems: dict[str, str]) -> str:
     verdict = "ok" if score["passed"] else "bad"
     parts = [
         f'<details id="{_esc(rec["id"])}"><summary class="{verdict}">{_esc(rec["id"])} '
-        f"[{rec['lang']}] {', '.join(rec['rules'])} {' '.join('#' + t for t in rec['tags'])} - "
+        f"[{_esc(rec['lang'])}] {_esc(', '.join(rec['rules']))} "
+        f"{_esc(' '.join('#' + t for t in rec['tags']))} - "
         f"{'pass' if score['passed'] else 'FAIL'}</summary>"
     ]
     if rec["status"] == "error":
@@ -447,7 +498,8 @@ def _case_html(rec: dict[str, Any], systems: dict[str, str]) -> str:
     parts.append("<h4>Facts</h4><table><tr><th>text</th><th>owner</th><th>subject</th></tr>")
     for f in score["facts"]:
         parts.append(
-            f"<tr><td>{_esc(f['text'])}</td><td>{f['owner']}</td><td>{_esc(f['subject'])}</td></tr>"
+            f"<tr><td>{_esc(f['text'])}</td><td>{_esc(f['owner'])}</td>"
+            f"<td>{_esc(f['subject'])}</td></tr>"
         )
     parts.append(
         "</table><h4>Checks</h4><table><tr><th>check</th><th>verdict</th><th>detail</th></tr>"
@@ -455,7 +507,7 @@ def _case_html(rec: dict[str, Any], systems: dict[str, str]) -> str:
     for ch in score["checks"]:
         cls = "ok" if ch["ok"] else "bad"
         parts.append(
-            f"<tr><td>{ch['check']}</td><td class={cls}>{'ok' if ch['ok'] else 'FAIL'}</td>"
+            f"<tr><td>{_esc(ch['check'])}</td><td class={cls}>{'ok' if ch['ok'] else 'FAIL'}</td>"
             f"<td><pre>{_esc(ch['detail'])}</pre></td></tr>"
         )
     parts.append("</table>")
@@ -472,8 +524,8 @@ def _case_html(rec: dict[str, Any], systems: dict[str, str]) -> str:
             else _esc(system) + "\n\n---\n\n"
         )
         parts.append(
-            f"<h4>{stage}: prompt ({_esc(data['template'])})</h4><pre>{shown}"
-            f"{_esc(data['user'])}</pre><h4>{stage}: raw answer"
+            f"<h4>{_esc(stage)}: prompt ({_esc(data['template'])})</h4><pre>{shown}"
+            f"{_esc(data['user'])}</pre><h4>{_esc(stage)}: raw answer"
             f"{' (cached)' if data.get('cached') else ''}</h4>"
             f"<pre>{_esc(data.get('raw', ''))}</pre>"
         )
@@ -499,7 +551,7 @@ def html_report(
         f"<h1>{_esc(summary['suite'])}: {_esc(summary['provider'])}:{_esc(summary['model'])}, "
         f"variant {_esc(summary['variant'])}</h1>",
         f"<p>{summary['cases']} cases, {summary['passed']} passed. Dataset "
-        f"<code>{summary['dataset_hash'][:12]}</code>, commit "
+        f"<code>{_esc(summary['dataset_hash'][:12])}</code>, commit "
         f"<code>{_esc(str(manifest['git'].get('commit'))[:12])}</code>"
         f"{' (dirty)' if manifest['git'].get('dirty') else ''}.</p>",
         "<table><tr><th>metric</th><th>value [95% CI]</th><th>n</th></tr>",
@@ -507,9 +559,12 @@ def html_report(
     for name in METRICS:
         out.append(f"<tr><td>{name}</td><td>{_fmt(m[name])}</td><td>{m[name]['n']}</td></tr>")
     out.append("</table>")
+    cut = truncation_line(summary)
+    if cut:
+        out.append(f"<p>{_esc(cut)}</p>")
     for name, data in plots.items():
         b64 = base64.b64encode(data).decode()
-        out.append(f'<p><img alt="{name}" src="data:image/png;base64,{b64}"></p>')
+        out.append(f'<p><img alt="{_esc(name)}" src="data:image/png;base64,{b64}"></p>')
     out.append("<h2>By language, rule and tag</h2>")
     for key in ("lang", "rule", "tag"):
         out.append(

@@ -56,6 +56,7 @@ from hy_eval.llm import (
     Usage,
     build_client,
 )
+from hy_eval.llm._base import short_text
 from hy_eval.memory import MemoryClient, MemoryStore, PromptLibrary
 from hy_eval.memory._prompts import LANGUAGES, STAGES
 
@@ -654,6 +655,13 @@ async def run_case(
     except ProviderError as exc:
         outcome.error = f"{exc.kind}: {exc}"
         record.update(status="error", error=outcome.error)
+    except (CacheMiss, ModelProcessDied):  # the run's failures, not this case's
+        raise
+    except Exception as exc:
+        # Anything else (a bug, or an answer no check foresaw) costs this case, never the
+        # run: the healthy cases are kept and the reason is in the record (issue 14).
+        outcome.error = f"internal error: {type(exc).__name__}: {short_text(str(exc))}"
+        record.update(status="error", error=outcome.error)
     else:
         ext, rec = result.extraction, result.reconciliation
         outcome.facts = result.facts
@@ -665,11 +673,12 @@ async def run_case(
         snap = store.snapshot(case.user_id)
         outcome.memories_after = {m["id"]: m for m in snap["memories"]}
         outcome.profile = snap["profile"]
+        truncated = dict(result.truncated)
         stages: dict[str, Any] = {
-            "extract": _stage(ext.prompt, ext.completion, ext.parse_error),
+            "extract": _stage(ext.prompt, ext.completion, ext.parse_error, truncated),
         }
         if rec.prompt is not None:
-            stages["reconcile"] = _stage(rec.prompt, rec.completion, rec.parse_error)
+            stages["reconcile"] = _stage(rec.prompt, rec.completion, rec.parse_error, truncated)
             stages["reconcile"]["short_ids"] = rec.short_ids
         usage = result.usage
         cost = prices.cost(llm.provider.model, usage)
@@ -689,6 +698,7 @@ async def run_case(
             store_after=snap,
             existing_ids=existing_ids,
             warnings=result.warnings,
+            truncated=truncated,
             round_trips=result.round_trips,
             tokens={"input": usage.input_tokens, "output": usage.output_tokens},
             cost_usd=cost,
@@ -699,7 +709,16 @@ async def run_case(
     return record
 
 
-def _stage(prompt: Any, completion: Any, parse_error: str | None) -> dict[str, Any]:
+#: The most characters of a raw answer kept in a case record: far above what
+#: ``max_tokens`` lets a model write, far below what fills a disk (issue 14).
+RAW_ANSWER_LIMIT = 32_000
+
+
+def _stage(
+    prompt: Any, completion: Any, parse_error: str | None, truncated: dict[str, int]
+) -> dict[str, Any]:
+    """A stage's part of the record; a raw answer over ``RAW_ANSWER_LIMIT`` characters is
+    cut, its full length kept as ``raw_chars`` and counted in ``truncated``."""
     out: dict[str, Any] = {
         "template": prompt.template,
         "prompt_sha256": hashlib.sha256((prompt.system + "\0" + prompt.user).encode()).hexdigest(),
@@ -708,8 +727,13 @@ def _stage(prompt: Any, completion: Any, parse_error: str | None) -> dict[str, A
         "parse_error": parse_error,
     }
     if completion is not None:
+        raw = completion.text
+        if len(raw) > RAW_ANSWER_LIMIT:
+            out["raw_chars"] = len(raw)
+            raw = raw[:RAW_ANSWER_LIMIT] + "…"
+            truncated["raw_answers_cut"] = truncated.get("raw_answers_cut", 0) + 1
         out.update(
-            raw=completion.text,
+            raw=raw,
             finish_reason=completion.finish_reason,
             cached=completion.cached,
             retries=completion.retries,

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from hy_eval._json import MAX_DEPTH, check_value
 from hy_eval._redact import redact
 
 JsonDict = dict[str, Any]
@@ -220,7 +222,24 @@ def parse_json_answer(text: str) -> tuple[JsonDict | None, str | None]:
     try:
         value, _end = json.JSONDecoder().raw_decode(body, start)
     except json.JSONDecodeError as exc:
-        return None, f"invalid JSON: {exc.msg} at char {exc.pos}"
+        return None, f"invalid JSON: {exc.msg.removesuffix(' at')} at char {exc.pos}"
+    except RecursionError:
+        return None, f"JSON nested deeper than {MAX_DEPTH} levels"
+    except ValueError:  # json's only other one: an integer past Python's digit limit
+        return None, f"a number with more than {sys.get_int_max_str_digits()} digits"
     if not isinstance(value, dict):
         return None, "the answer is not a JSON object"
+    problem = answer_problem(value)
+    if problem is not None:
+        return None, problem
     return value, None
+
+
+def answer_problem(value: JsonDict) -> str | None:
+    """Why a parsed answer cannot be used as it is (nested too deeply for later code, a
+    lone surrogate that cannot be stored), else ``None`` (issue 14)."""
+    found = check_value(value)
+    if found is None:
+        return None
+    where, problem = found
+    return problem if where == "json" else f"{where}: {problem}"

@@ -14,8 +14,17 @@ from collections import defaultdict
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from hy_eval._json import scrub_surrogates
 from hy_eval._redact import redact
-from hy_eval.llm._base import Completion, Provider, ProviderError, Request, Usage, parse_json_answer
+from hy_eval.llm._base import (
+    Completion,
+    Provider,
+    ProviderError,
+    Request,
+    Usage,
+    answer_problem,
+    parse_json_answer,
+)
 from hy_eval.llm._cache import (
     AnswerCache,
     CacheMiss,
@@ -69,6 +78,26 @@ class RetryPolicy:
             return float(min(max(retry_after, 0.0), self.max_delay))
         backoff = min(self.base_delay * (2.0 ** (attempt - 1)), self.max_delay)
         return float(backoff) * (1 + self.jitter * rng.random())
+
+
+def usable_completion(completion: Completion) -> Completion:
+    """A provider's answer made safe to cache and record, whatever it holds (issue 14):
+    lone surrogates in its text become U+FFFD (they cannot be encoded as UTF-8), and an
+    object the vendor parsed that later code cannot handle becomes a parse failure."""
+    text = scrub_surrogates(completion.text)
+    finish = completion.finish_reason
+    changes: dict[str, Any] = {}
+    if text != completion.text:
+        changes["text"] = text
+    if finish is not None and scrub_surrogates(finish) != finish:
+        changes["finish_reason"] = scrub_surrogates(finish)
+    if scrub_surrogates(completion.model_id) != completion.model_id:
+        changes["model_id"] = scrub_surrogates(completion.model_id)
+    if completion.parsed is not None:
+        problem = answer_problem(completion.parsed)
+        if problem is not None:
+            changes.update(parsed=None, parse_error=problem)
+    return replace(completion, **changes) if changes else completion
 
 
 class LLMClient:
@@ -127,8 +156,12 @@ class LLMClient:
                 return hit
             if self.cache_mode == "replay-only":
                 raise CacheMiss(key, label, fields)
-        completion = await self._call_with_retries(request)
-        if request.json_schema is not None and completion.parsed is None:
+        completion = usable_completion(await self._call_with_retries(request))
+        if (
+            request.json_schema is not None
+            and completion.parsed is None
+            and completion.parse_error is None
+        ):
             parsed, error = parse_json_answer(completion.text)
             completion = replace(completion, parsed=parsed, parse_error=error)
         if self.cache is not None:

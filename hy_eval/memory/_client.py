@@ -57,6 +57,11 @@ class AddResult:
         return self.extraction.usage + self.reconciliation.usage
 
     @property
+    def truncated(self) -> dict[str, int]:
+        """What was cut from the answers to the schemas' limits (issue 14), by kind."""
+        return {**self.extraction.truncated, **self.reconciliation.truncated}
+
+    @property
     def profile_changes(self) -> dict[str, tuple[Any, Any]]:
         keys = set(self.profile_before) | set(self.profile_after)
         return {
@@ -190,19 +195,22 @@ class MemoryClient:
         record: dict[str, Any] = {"op": op.op, "fact": op.fact, "targets": list(op.targets)}
         # The memory keeps the subject read from its text now, while the speakers are known.
         subject = subject_of(op.text, speakers).key
+        # Each target once, whatever the operation says: an UPDATE deletes as merged only
+        # ids it names besides the one it updates (issue 14).
+        targets = list(dict.fromkeys(op.targets))
         if op.op == "ADD":
             record["id"] = store.insert(user_id, op.text, owner, op.note, subject)
         elif op.op == "UPDATE":
-            store.update(op.targets[0], op.text, op.note, subject)
-            for extra in op.targets[1:]:
+            store.update(targets[0], op.text, op.note, subject)
+            for extra in targets[1:]:
                 store.delete(extra, "merged by UPDATE")
         elif op.op == "DELETE":
-            for target in op.targets:
+            for target in targets:
                 store.delete(target, op.note)
         elif op.op == "SUPERSEDE":
             new_id = store.insert(user_id, op.text, owner, op.note, subject)
             record["id"] = new_id
-            for target in op.targets:
+            for target in targets:
                 store.supersede(target, new_id, op.note)
         return record
 

@@ -41,6 +41,22 @@ EXTRACTION_SCHEMA: dict[str, Any] = {
 }
 
 
+_FACTS_SCHEMA = EXTRACTION_SCHEMA["properties"]["facts"]
+#: The schema's limits, enforced on every answer before it reaches the store (issue 14):
+#: a provider without constrained decoding can ignore them.
+MAX_FACTS: int = _FACTS_SCHEMA["maxItems"]
+MAX_FACT_CHARS: int = _FACTS_SCHEMA["items"]["properties"]["text"]["maxLength"]
+MAX_PROFILE_CHARS: int = EXTRACTION_SCHEMA["properties"]["basic_info"]["properties"]["name"][
+    "maxLength"
+]
+CUT_MARK = "…"
+
+
+def cut_text(text: str, limit: int) -> str:
+    """``text`` when it fits in ``limit`` characters, else its start ending in ``…``."""
+    return text if len(text) <= limit else text[: limit - 1] + CUT_MARK
+
+
 class FactAnswer(BaseModel):
     model_config = ConfigDict(extra="forbid")
     text: str = Field(min_length=1)
@@ -80,6 +96,9 @@ class Extraction:
     error: str | None = None
     #: L0 problems: a value the model gave that belongs to someone else, and what was done.
     profile_issues: list[str] = field(default_factory=list)
+    #: What was cut to the schema's limits: ``facts_dropped``, ``fact_texts_cut``,
+    #: ``profile_values_cut`` (only counts above zero).
+    truncated: dict[str, int] = field(default_factory=dict)
 
     @property
     def usage(self) -> Usage:
@@ -97,6 +116,33 @@ def validate_extraction(
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         return None, f"wrong schema: {where}: {first['msg']}"
+
+
+def bound_answer(answer: ExtractionAnswer) -> tuple[ExtractionAnswer, dict[str, int]]:
+    """The answer cut to the schema's limits (at most ``MAX_FACTS`` facts of
+    ``MAX_FACT_CHARS`` characters, profile values of ``MAX_PROFILE_CHARS``) and what was
+    cut. An answer within the limits comes back unchanged."""
+    counts = {
+        "facts_dropped": max(0, len(answer.facts) - MAX_FACTS),
+        "fact_texts_cut": 0,
+        "profile_values_cut": 0,
+    }
+    facts = []
+    for fact in answer.facts[:MAX_FACTS]:
+        text = cut_text(fact.text, MAX_FACT_CHARS)
+        counts["fact_texts_cut"] += text != fact.text
+        facts.append(fact if text == fact.text else fact.model_copy(update={"text": text}))
+    info: dict[str, Any] = {}
+    for key in PROFILE_FIELDS:
+        value = getattr(answer.basic_info, key)
+        if value is not None and len(str(value)) > MAX_PROFILE_CHARS:
+            info[key] = cut_text(str(value), MAX_PROFILE_CHARS)
+            counts["profile_values_cut"] += 1
+    truncated = {k: n for k, n in counts.items() if n}
+    if not truncated:
+        return answer, {}
+    basic = answer.basic_info.model_copy(update=info) if info else answer.basic_info
+    return answer.model_copy(update={"facts": facts, "basic_info": basic}), truncated
 
 
 def build_profile(
@@ -169,11 +215,14 @@ async def extract(
     completion = await llm.complete(request, label=f"{label} extract".strip(), stage="extract")
     answer, problem = validate_extraction(completion.parsed)
     parse_error = completion.parse_error or problem
+    truncated: dict[str, int] = {}
+    if answer is not None:
+        answer, truncated = bound_answer(answer)
     facts = [Fact(f.text.strip(), f.owner) for f in answer.facts] if answer else []
     profile, issues = build_profile(
         answer.basic_info if answer else None, user_name, tuple(named_speakers)
     )
-    return Extraction(facts, profile, prompt, completion, parse_error, None, issues)
+    return Extraction(facts, profile, prompt, completion, parse_error, None, issues, truncated)
 
 
 def history_text(messages: list[ChatMessage], limit: int) -> str:

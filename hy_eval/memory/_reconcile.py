@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from hy_eval.llm import Completion, LLMClient, ProviderError, Request, Usage
-from hy_eval.memory._extract import Fact
+from hy_eval.memory._extract import Fact, cut_text
 from hy_eval.memory._prompts import PromptLibrary, RenderedPrompt
 from hy_eval.memory._store import Memory
 from hy_eval.memory._subjects import Speakers, Subject, same_subject, subject_of
@@ -45,6 +45,13 @@ RECONCILE_SCHEMA: dict[str, Any] = {
     "required": ["operations"],
     "additionalProperties": False,
 }
+
+
+_OP_SCHEMA = RECONCILE_SCHEMA["properties"]["operations"]
+#: The general schema's limits, enforced on every answer (issue 14; see ``interpret``).
+MAX_OPERATIONS: int = _OP_SCHEMA["maxItems"]
+MAX_TARGETS: int = _OP_SCHEMA["items"]["properties"]["target_ids"]["maxItems"]
+MAX_OP_TEXT_CHARS: int = _OP_SCHEMA["items"]["properties"]["text"]["maxLength"]
 
 
 def reconcile_schema(n_facts: int, short_ids: list[str]) -> dict[str, Any]:
@@ -132,6 +139,9 @@ class Reconciliation:
     prompt: RenderedPrompt | None = None
     completion: Completion | None = None
     short_ids: dict[str, int] = field(default_factory=dict)
+    #: What was cut to the schema's limits: ``operations_dropped``, ``target_ids_dropped``,
+    #: ``operation_texts_cut`` (only counts above zero).
+    truncated: dict[str, int] = field(default_factory=dict)
 
     @property
     def usage(self) -> Usage:
@@ -148,33 +158,54 @@ def add_all(facts: list[Fact], note: str | None = None) -> list[Operation]:
 
 
 def interpret(
-    answer: ReconcileAnswer, facts: list[Fact], short_ids: dict[str, int]
+    answer: ReconcileAnswer,
+    facts: list[Fact],
+    short_ids: dict[str, int],
+    truncated: dict[str, int] | None = None,
 ) -> tuple[list[Operation] | None, str | None]:
     """Operations with database ids, or (None, reason) when the answer cannot be used.
 
     Facts the answer leaves out are ADDed; a second operation for the same fact is
-    ignored. Unknown ids or fact numbers make the whole answer unusable (R3).
+    ignored. Unknown ids or fact numbers make the whole answer unusable (R3). A target id
+    named twice counts once (issue 14: ``UPDATE ["m1", "m1"]`` would otherwise update m1
+    and then delete it as merged). The answer is cut to the schema's limits first
+    (``MAX_OPERATIONS`` operations, ``MAX_TARGETS`` targets, ``MAX_OP_TEXT_CHARS``
+    characters); what was cut is counted in ``truncated``.
     """
+    counts = {
+        "operations_dropped": max(0, len(answer.operations) - MAX_OPERATIONS),
+        "target_ids_dropped": 0,
+        "operation_texts_cut": 0,
+    }
     ops: list[Operation] = []
     seen: set[int] = set()
-    for item in answer.operations:
+    for item in answer.operations[:MAX_OPERATIONS]:
         if not 0 <= item.fact < len(facts):
             return None, f"unknown fact number {item.fact}"
-        unknown = [t for t in item.target_ids if t not in short_ids]
+        unknown = list(dict.fromkeys(t for t in item.target_ids if t not in short_ids))
         if unknown:
-            return None, f"unknown memory id(s) {', '.join(unknown)}"
+            more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
+            return None, f"unknown memory id(s) {', '.join(unknown[:5])}{more}"
         if item.op in CHANGING_OPS and not item.target_ids:
             return None, f"{item.op} for fact {item.fact} without a target id"
         if item.fact in seen:
             continue
         seen.add(item.fact)
-        text = item.text.strip() or facts[item.fact].text
-        targets = tuple(short_ids[t] for t in item.target_ids) if item.op != "ADD" else ()
-        ops.append(Operation(item.op, item.fact, targets, text))
+        named = list(dict.fromkeys(item.target_ids))  # first mention kept, in order
+        note = None
+        if len(named) < len(item.target_ids):
+            note = f"{len(item.target_ids) - len(named)} repeated target id(s) ignored"
+        counts["target_ids_dropped"] += max(0, len(named) - MAX_TARGETS)
+        text = cut_text(item.text.strip(), MAX_OP_TEXT_CHARS) or facts[item.fact].text
+        counts["operation_texts_cut"] += len(item.text.strip()) > MAX_OP_TEXT_CHARS
+        targets = tuple(short_ids[t] for t in named[:MAX_TARGETS]) if item.op != "ADD" else ()
+        ops.append(Operation(item.op, item.fact, targets, text, note))
     for i, f in enumerate(facts):
         if i not in seen:
             ops.append(Operation("ADD", i, (), f.text, "left out by the model"))
     ops.sort(key=lambda o: o.fact)
+    if truncated is not None:
+        truncated.update({k: n for k, n in counts.items() if n})
     return ops, None
 
 
@@ -289,7 +320,7 @@ async def reconcile(
             first = exc.errors()[0]
             reason = f"wrong schema: {'.'.join(str(p) for p in first['loc'])}: {first['msg']}"
         else:
-            ops, reason = interpret(answer, facts, short_ids)
+            ops, reason = interpret(answer, facts, short_ids, result.truncated)
     if ops is None:
         result.parse_error = reason
         result.fallback = f"unusable answer: {reason}"

@@ -43,6 +43,15 @@ def test_parse_history_prints_json(tmp_path, capsys):
         ('{"msgs": []}', "unknown field(s) msgs"),
         ('[{"role": "user", "content": 1}]', "message 0: content must be"),
         ("[]", "empty conversation"),
+        # issue 14: input that used to end in a traceback
+        ("[" * 5000 + "]" * 5000, "JSON nested too deeply"),
+        ('[{"role": "user", "content": "x", "n": ' + "7" * 5000 + "}]", "a number too long"),
+        ('[{"role": "user", "content": "\\ud800"}]', "message 0: content holds a lone surrogate"),
+        (
+            '[{"role": "user", "name": "Tim", "content": "hi"},'
+            ' {"role": "assistant", "name": "Tim", "content": "I am a doctor."}]',
+            "message 1: name 'Tim' is the current user's name",
+        ),
     ],
 )
 def test_render_bad_input_exit_2_one_line(tmp_path, capsys, payload, fragment):
