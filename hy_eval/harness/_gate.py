@@ -268,7 +268,7 @@ def _drop_verdict(
     test = d["worse_test"]
     limit = test["limit"]
     higher = d["higher_is_better"]
-    worse = -d["diff"] if higher else d["diff"]
+    worse = (-d["diff"] if higher else d["diff"]) + 0.0  # + 0.0: no "-0.000"
     word = "drop" if higher else "rise"
     mde = None if d["se"] is None else limit + z_mde * d["se"]
     level = round(100 * cmp["ci_level"])
