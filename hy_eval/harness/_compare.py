@@ -11,6 +11,7 @@ their measured error rates.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -283,6 +284,9 @@ def _metric_entries(
     se = paired_se(ps)
     z_mde = z_quantile(1 - alpha / 2) + Z_80
     tail = (1 - level) / 2
+    with warnings.catch_warnings():  # a metric no resample has is an all-NaN column
+        warnings.simplefilter("ignore", RuntimeWarning)
+        bounds = np.nanquantile(boot, [tail, 1 - tail], axis=0)
     out: dict[str, dict[str, Any]] = {}
     for j, m in enumerate(names):
         higher = m in ACCURACY_METRICS
@@ -300,8 +304,7 @@ def _metric_entries(
             continue
         a = float(ps.a_num[:, j].sum() / ps.a_den[:, j].sum())
         b = float(ps.b_num[:, j].sum() / ps.b_den[:, j].sum())
-        col = boot[:, j][~np.isnan(boot[:, j])]
-        lo, hi = np.quantile(col, [tail, 1 - tail])
+        lo, hi = bounds[:, j]
         sign = -1.0 if higher else 1.0  # worse = sign * (B - A)
         p_two = 2 * min(_tail_p(perm[:, j], b - a), _tail_p(-perm[:, j], a - b))
         per_case = ps.b_num[kept, j] / ps.b_den[kept, j] - ps.a_num[kept, j] / ps.a_den[kept, j]

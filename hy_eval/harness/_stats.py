@@ -2,7 +2,8 @@
 
 A ratio metric's interval is the hull of a percentile bootstrap over cases (the unit that
 was sampled, so facts of one case stay together) and Wilson's score interval with the
-number of cases as n. The bootstrap alone collapses to a zero-width interval at 0, at 1
+effective number of units as n (``_effective_n``: the cases, at 0 and 1). The bootstrap
+alone collapses to a zero-width interval at 0, at 1
 and on a handful of cases (issue 17: 45% coverage at n=10, p=0.95); Wilson keeps its
 coverage there, and where the bootstrap is the wider of the two (cases that vary a lot)
 it stays. docs/metrics.md gives the measured coverage.
@@ -120,6 +121,18 @@ def _one_blas_thread() -> Any:
     return _blas.limit(limits=1, user_api="blas")
 
 
+def _effective_n(value: float, boot: np.ndarray, cases: int, units: float) -> float:
+    """The n Wilson's interval is given: as many independent units as the bootstrap
+    variance implies (p(1 - p) / var), between the number of cases (facts of a case all
+    alike) and the number of counted units (all independent). Where the bootstrap has no
+    variance (a value of 0 or 1) nothing tells them apart, and the cases are taken: the
+    cautious end."""
+    var = float(np.var(boot))
+    if var <= 0 or not 0 < value < 1:
+        return float(cases)
+    return float(min(max(value * (1 - value) / var, cases), max(units, cases)))
+
+
 def ratios_with_ci(
     nums: np.ndarray,
     dens: np.ndarray,
@@ -129,7 +142,7 @@ def ratios_with_ci(
     level: float = 0.95,
 ) -> list[dict[str, Any]]:
     """sum(num)/sum(den) per column with a CI over cases (rows): the hull of the
-    percentile bootstrap interval and Wilson's interval with ``n`` = the cases that count.
+    percentile bootstrap interval and Wilson's interval (see ``_effective_n``).
 
     Cases are resampled whole; a case with ``den == 0`` for a metric carries nothing for
     it, and resamples whose denominator is 0 are left out. ``n`` is the number of cases
@@ -162,7 +175,9 @@ def ratios_with_ci(
         boot = num_sums[ok, j] / den_sums[ok, j]
         lo, hi = np.quantile(boot, [alpha, 1 - alpha])
         value = float(nums[:, j].sum() / dens[:, j].sum())
-        w_lo, w_hi = wilson_interval(min(max(value, 0.0), 1.0), counted, level)
+        w_lo, w_hi = wilson_interval(
+            min(max(value, 0.0), 1.0), _effective_n(value, boot, counted, dens[:, j].sum()), level
+        )
         out.append(
             {
                 "value": value,
