@@ -184,6 +184,8 @@ def _absolute_checks(gates: Gates, metrics: dict[str, Any], result: GateResult) 
     """``min`` and ``max``: thresholds on the observed value, not tests (no error rate
     to control: they fail whenever the value is past them)."""
     for name, spec in gates.metrics.items():
+        if "min" not in spec and "max" not in spec:
+            continue
         entry = metrics.get(name) or {}
         value = entry.get("value")
         if value is None:
@@ -245,6 +247,9 @@ def evaluate_outcomes(
     )
     result.comparison = cmp
     family = [m for m in limits if cmp["metrics"][m]["diff"] is not None]
+    for name in limits:
+        if name not in family:
+            result.warnings.append(f"{name}: no shared case has it in both runs (nothing to test)")
     adjusted = holm([cmp["metrics"][m]["worse_test"]["p"] for m in family])
     z_mde = z_quantile(1 - alpha / max(1, len(family))) + Z_80
     for name, p_adj in zip(family, adjusted, strict=True):
