@@ -3,6 +3,11 @@ compare's stars and of the gates, power of the gates. docs/metrics.md and docs/c
 quote this script's output.
 
     python benchmarks/bench_stats.py [--reps 1000] [--samples 2000] [--only NAME]
+    python benchmarks/bench_stats.py --code=/tmp/old   # the same on another checkout
+
+``--code=DIR`` imports ``hy_eval`` from DIR (for instance ``git archive dbc9ebb | tar -x
+-C /tmp/old``, the code before issue 17) to measure it the same way; gate scenarios need
+``evaluate_outcomes`` and are skipped where it does not exist.
 
 Synthetic runs come from the committed baseline's cases with a known generating process
 (``tests/harness/simulated_runs.py`` describes it); every rate goes through the public
@@ -23,24 +28,50 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+CODE = next((a.split("=", 1)[1] for a in sys.argv if a.startswith("--code=")), None)
+if CODE:
+    sys.path.insert(0, CODE)
+
+import inspect  # noqa: E402
 
 from hy_eval.harness import ratio_with_ci  # noqa: E402
 from hy_eval.harness._compare import compare  # noqa: E402
-from hy_eval.harness._gate import Gates, evaluate_outcomes, load_gates  # noqa: E402
-from tests.harness.simulated_runs import (  # noqa: E402
-    baseline_process,
-    draw,
-    gate_spec,
-    pair,
-    sample_cases,
-    values_of,
-)
+from hy_eval.harness._gate import Gates, load_gates  # noqa: E402
+
+try:
+    from hy_eval.harness._gate import evaluate_outcomes
+except ImportError:  # code before issue 17
+    evaluate_outcomes = None
+
+
+def _simulator():  # type: ignore[no-untyped-def]
+    """``tests/harness/simulated_runs.py`` of this checkout, whatever ``--code`` says."""
+    import importlib.util
+
+    path = ROOT / "tests" / "harness" / "simulated_runs.py"
+    spec = importlib.util.spec_from_file_location("simulated_runs", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["simulated_runs"] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+_sim = _simulator()
+baseline_process, draw, gate_spec = _sim.baseline_process, _sim.draw, _sim.gate_spec
+pair, sample_cases, values_of = _sim.pair, _sim.sample_cases, _sim.values_of
 
 CI_GATES = {
     m: next(iter(s.values()))
     for m, s in load_gates(ROOT / ".ci" / "gates.toml").metrics.items()
     if "max_drop" in s or "max_rise" in s
 }
+
+
+def _compare(a, b, samples: int):  # type: ignore[no-untyped-def]
+    if "samples" in inspect.signature(compare).parameters:
+        return compare(a, b, samples=samples)
+    return compare(a, b)
 
 
 def gate_fails(limits: dict[str, float], alpha: float, samples: int) -> Callable[..., bool]:
@@ -55,7 +86,6 @@ def gate_fails(limits: dict[str, float], alpha: float, samples: int) -> Callable
 def scenarios(samples: int) -> dict[str, Callable[[np.random.Generator], object]]:
     """name -> one repetition, returning True (the event) / False, or a tuple of them."""
     proc = baseline_process()
-    ci_gates = gate_fails(CI_GATES, 0.05, samples)
     out: dict[str, Callable[[np.random.Generator], object]] = {}
     out["gate .ci/gates.toml, same process, independent runs: fails"] = lambda r: ci_gates(
         *pair(proc, proc, r)
@@ -65,19 +95,28 @@ def scenarios(samples: int) -> dict[str, Callable[[np.random.Generator], object]
     )
 
     def stars(r: np.random.Generator) -> tuple[bool, bool]:
-        res = compare(*pair(proc, proc, r), samples=samples)["metrics"].values()
+        res = _compare(*pair(proc, proc, r), samples)["metrics"].values()
         return any(e["significant"] for e in res), any(e.get("significant_unadjusted") for e in res)
 
     out["compare, same process: any metric starred (Holm) / any unadjusted p < 0.05"] = stars
 
     def paired_coverage(r: np.random.Generator) -> tuple[bool, ...]:
-        res = compare(*pair(proc, proc, r), samples=samples)["metrics"]
+        res = _compare(*pair(proc, proc, r), samples)["metrics"]
         return tuple(
             res[m]["ci"][0] <= 0 <= res[m]["ci"][1]
             for m in ("case_pass", "attribution_accuracy", "misattribution_rate")
         )
 
     out["compare 95% CI of B-A covers 0 (case_pass, attribution, misattribution)"] = paired_coverage
+    if evaluate_outcomes is None:
+        return out
+    ci_gates = gate_fails(CI_GATES, 0.05, samples)
+    out["gate .ci/gates.toml, same process, independent runs: fails"] = lambda r: ci_gates(
+        *pair(proc, proc, r)
+    )
+    out["gate .ci/gates.toml, same process, correlated runs (rho 0.7): fails"] = lambda r: ci_gates(
+        *pair(proc, proc, r, rho=0.7)
+    )
     for metric in ("case_pass", "attribution_accuracy"):
         shifted = proc.shifted(metric, 0.05)
         fails = gate_fails({metric: 0.05}, 0.05, samples)
@@ -130,6 +169,7 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=1000)
     ap.add_argument("--samples", type=int, default=2000, help="bootstrap/permutation samples")
     ap.add_argument("--only", help="run the scenarios whose name contains this")
+    ap.add_argument("--code", help="import hy_eval from this folder (see above)")
     args = ap.parse_args()
     todo = {**coverage_scenarios(), **scenarios(args.samples)}
     for i, (name, fn) in enumerate(todo.items()):
