@@ -120,7 +120,7 @@ def test_compare_stars_on_holm_adjusted_p_and_says_so():
         assert e["significant_unadjusted"] == (e["p_value"] < 0.05)
         assert e["mde"] > 0
     text = comparison_text(res)
-    assert "* = Holm-adjusted p < 0.05 across the 5 metrics compared" in text
+    assert "* = Holm-adjusted p (p_holm) < 0.05 across the 5 metrics compared" in text
     assert "p_holm" in text and "MDE" in text
 
 
