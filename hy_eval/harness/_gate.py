@@ -93,8 +93,9 @@ def load_gates(path: str | Path) -> Gates:
     if not metrics:
         raise GateConfigError(f"{path}: no [metrics.<name>] gate")
     alpha = data.get("alpha", 0.05)
-    if not isinstance(alpha, (int, float)) or not 0 < alpha < 1:
-        raise GateConfigError(f"{path}: alpha must be a number between 0 and 1")
+    # Below 0.5: the gate's CI is at 1 - 2 alpha (see _drop_verdict).
+    if not isinstance(alpha, (int, float)) or not 0 < alpha < 0.5:
+        raise GateConfigError(f"{path}: alpha must be a number between 0 and 0.5")
     return Gates(str(path), metrics, data.get("baseline"), float(alpha))
 
 
