@@ -77,6 +77,13 @@ def test_ci_has_width_at_0_and_1_and_marks_small_n():
     assert r["ci"][1] - r["ci"][0] == pytest.approx(2 * 1.96 * se, rel=0.15)
 
 
+def test_report_rows_on_few_cases_say_so():
+    from hy_eval.harness._report import _fmt
+
+    assert _fmt(ratio_with_ci(np.zeros(8), np.ones(8))) == "0.000 [0.000, 0.324] (n=8, few cases)"
+    assert "few" not in _fmt(ratio_with_ci(np.zeros(10), np.ones(10)))
+
+
 def test_format_p_says_below_one_in_b():
     assert format_p(0.0, 2000) == "p < 1/2000 (0.0005)"
     assert format_p(0.0123) == "p = 0.0123"
