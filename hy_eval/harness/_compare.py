@@ -1,14 +1,17 @@
-"""Paired comparison of two runs on the same case ids (rule E4).
+"""Paired comparison of two runs on the same case ids (rule E4, issue 17).
 
-For each metric: the difference B - A with a paired bootstrap 95% CI (cases resampled
-jointly, so each case is compared with itself). For ``case_pass``: McNemar's exact test on
-the discordant cases. With more than one comparison, Holm's correction. The minimum
-detectable effect at 80% power says what difference the suite can see at all.
+For each metric: the difference B - A with a paired bootstrap CI (cases resampled
+jointly, so each case is compared with itself), a paired permutation p-value (A and B
+swapped at random within cases), Holm's correction across the metrics, the minimum
+detectable effect at 80% power, and the cases that got worse on it. For ``case_pass``:
+McNemar's exact test on the discordant cases. docs/metrics.md states the procedures and
+their measured error rates.
 """
 
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +21,15 @@ import numpy as np
 
 from hy_eval.harness._runner import read_records
 from hy_eval.harness._scoring import ACCURACY_METRICS, METRICS
-from hy_eval.harness._stats import BOOTSTRAP_SAMPLES, SEED
+from hy_eval.harness._stats import (
+    BOOTSTRAP_SAMPLES,
+    SEED,
+    _one_blas_thread,
+    _weight_chunks,
+    binom_half_cdf,
+    z_quantile,
+)
+from hy_eval.harness._stats import holm as holm  # re-exported: the matrix run uses it
 
 Z_975 = 1.959963984540054
 Z_80 = 0.8416212335729143
@@ -82,6 +93,80 @@ def load_run(run_dir: str | Path) -> RunOutcomes:
     return RunOutcomes(label, manifest["dataset_hash"], counts, passed, outputs, manifest)
 
 
+@dataclass
+class PairedSample:
+    """Per-case counts of every metric for A and B on the shared cases, as (cases x
+    metrics) arrays. A case counts for a metric only when both runs have something to
+    check there: elsewhere its counts are zeroed, so it moves neither side."""
+
+    ids: list[str]
+    a_num: np.ndarray
+    a_den: np.ndarray
+    b_num: np.ndarray
+    b_den: np.ndarray
+
+    @property
+    def kept(self) -> np.ndarray:
+        return (self.a_den > 0) & (self.b_den > 0)
+
+
+def paired_sample(
+    a_num: np.ndarray, a_den: np.ndarray, b_num: np.ndarray, b_den: np.ndarray, ids: list[str]
+) -> PairedSample:
+    arrays = [
+        np.asarray(x, dtype=float).reshape(len(ids), -1) for x in (a_num, a_den, b_num, b_den)
+    ]
+    keep = (arrays[1] > 0) & (arrays[3] > 0)
+    return PairedSample(ids, *(np.where(keep, x, 0.0) for x in arrays))
+
+
+def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    """num / den where den > 0, NaN elsewhere (a resample with nothing to check)."""
+    out = np.full(np.broadcast(num, den).shape, np.nan)
+    np.divide(num, den, out=out, where=den > 0)
+    return out
+
+
+def bootstrap_differences(ps: PairedSample, samples: int, seed: int) -> np.ndarray:
+    """(samples x metrics) B - A over cases resampled jointly (each case paired with itself)."""
+    parts = []
+    with _one_blas_thread():
+        for w in _weight_chunks(len(ps.ids), samples, seed):
+            parts.append(_ratio(w @ ps.b_num, w @ ps.b_den) - _ratio(w @ ps.a_num, w @ ps.a_den))
+    return np.concatenate(parts)
+
+
+def permutation_differences(ps: PairedSample, samples: int, seed: int) -> np.ndarray:
+    """(samples x metrics) B - A with A and B swapped at random within each case: the
+    distribution of the difference when both runs come from one process (the null of
+    "no change"), which is valid at any n, also with few discordant cases where the
+    bootstrap is too sure of itself."""
+    rng = np.random.default_rng(seed + 1)
+    n = len(ps.ids)
+    d_num, d_den = ps.a_num - ps.b_num, ps.a_den - ps.b_den
+    a_num, a_den = ps.a_num.sum(0), ps.a_den.sum(0)
+    b_num, b_den = ps.b_num.sum(0), ps.b_den.sum(0)
+    chunk = max(1, min(samples, 2_000_000 // max(n, 1)))
+    parts, done = [], 0
+    with _one_blas_thread():
+        while done < samples:
+            swap = rng.integers(0, 2, size=(min(chunk, samples - done), n)).astype(float)
+            moved_num, moved_den = swap @ d_num, swap @ d_den
+            parts.append(
+                _ratio(b_num + moved_num, b_den + moved_den)
+                - _ratio(a_num - moved_num, a_den - moved_den)
+            )
+            done += len(swap)
+    return np.concatenate(parts)
+
+
+def _tail_p(null: np.ndarray, observed: float) -> float:
+    """One-sided Monte Carlo p-value P(null >= observed), counting the observed
+    arrangement itself, so it is never 0 and is valid at any number of samples."""
+    null = null[~np.isnan(null)]
+    return float((1 + np.sum(null >= observed - 1e-12)) / (1 + len(null)))
+
+
 def paired_difference(
     a_num: np.ndarray,
     a_den: np.ndarray,
@@ -90,46 +175,47 @@ def paired_difference(
     *,
     samples: int = BOOTSTRAP_SAMPLES,
     seed: int = SEED,
+    level: float = 0.95,
 ) -> dict[str, Any]:
-    """B - A for a ratio metric, with a paired percentile bootstrap CI over cases."""
-    keep = (a_den > 0) & (b_den > 0)
-    a_num, a_den, b_num, b_den = a_num[keep], a_den[keep], b_num[keep], b_den[keep]
-    k = len(a_den)
-    if k == 0:
-        return {"a": None, "b": None, "diff": None, "ci": [None, None], "n": 0, "p_value": None}
-    a = float(a_num.sum() / a_den.sum())
-    b = float(b_num.sum() / b_den.sum())
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, k, size=(samples, k))
-    diffs = b_num[idx].sum(1) / b_den[idx].sum(1) - a_num[idx].sum(1) / a_den[idx].sum(1)
-    lo, hi = np.quantile(diffs, [0.025, 0.975])
-    # Bootstrap p-value of "no difference": twice the share on the far side of 0.
-    p = min(1.0, 2.0 * min(float(np.mean(diffs <= 0)), float(np.mean(diffs >= 0))))
-    if np.all(diffs == 0):
-        p = 1.0
-    return {"a": a, "b": b, "diff": b - a, "ci": [float(lo), float(hi)], "n": int(k), "p_value": p}
+    """B - A for one ratio metric: a paired percentile bootstrap CI over cases and a
+    two-sided paired permutation p-value; see :func:`compare`."""
+    ps = paired_sample(a_num, a_den, b_num, b_den, [str(i) for i in range(len(a_num))])
+    return _metric_entries(ps, ["m"], samples=samples, seed=seed, level=level)["m"]
 
 
 def mcnemar_exact(fixed: int, broken: int) -> float:
     """Two-sided exact McNemar p-value: a binomial test on the discordant pairs."""
-    n = fixed + broken
-    if n == 0:
+    if fixed == broken:
         return 1.0
-    k = min(fixed, broken)
-    tail = sum(math.comb(n, i) for i in range(k + 1)) / 2.0**n
-    return min(1.0, 2.0 * tail)
+    return min(1.0, 2.0 * binom_half_cdf(min(fixed, broken), fixed + broken))
 
 
-def holm(p_values: Sequence[float]) -> list[float]:
-    """Holm-Bonferroni adjusted p-values, in the input order."""
-    m = len(p_values)
-    order = sorted(range(m), key=lambda i: p_values[i])
-    adjusted = [0.0] * m
-    running = 0.0
-    for rank, i in enumerate(order):
-        running = max(running, min(1.0, (m - rank) * p_values[i]))
-        adjusted[i] = running
-    return adjusted
+def mcnemar_one_sided(fixed: int, broken: int) -> float:
+    """Exact one-sided McNemar p-value of "B breaks more cases than it fixes":
+    P(X >= broken) for X ~ Binomial(fixed + broken, 1/2), which is P(X <= fixed)."""
+    return binom_half_cdf(fixed, fixed + broken) if fixed + broken else 1.0
+
+
+def paired_se(ps: PairedSample) -> np.ndarray:
+    """Per metric, the standard error of B - A by the delta method over cases:
+    each case's residual (num - ratio * den) / mean den, A's subtracted from B's. When
+    the two runs agree on every case (nothing to estimate the pairing from) the SE of
+    independent runs is used, and with no variation at all one case's worth, 1/n."""
+    n = ps.kept.sum(0)
+    out = np.zeros(ps.a_num.shape[1])
+    for j in range(len(out)):
+        k = ps.kept[:, j]
+        if n[j] < 2:
+            out[j] = np.nan
+            continue
+        resid = []
+        for num, den in ((ps.a_num[k, j], ps.a_den[k, j]), (ps.b_num[k, j], ps.b_den[k, j])):
+            resid.append((num - num.sum() / den.sum() * den) / den.mean())
+        se = np.std(resid[1] - resid[0], ddof=1) / math.sqrt(n[j])
+        if se == 0:
+            se = math.sqrt((np.var(resid[0], ddof=1) + np.var(resid[1], ddof=1)) / n[j])
+        out[j] = se if se > 0 else 1.0 / n[j]
+    return out
 
 
 def minimum_detectable_effect(n: int, p_a: float, p_b: float, discordant: int) -> float | None:
@@ -147,6 +233,8 @@ def minimum_detectable_effect(n: int, p_a: float, p_b: float, discordant: int) -
 
 def structural_diff(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:
     """What changed between two outputs of one case (facts, owners, operations, L0)."""
+    if not a and not b:
+        return {}
     from deepdiff import DeepDiff
 
     diff = DeepDiff(dict(a), dict(b), ignore_order=True, view="text")
@@ -164,8 +252,110 @@ def json_safe(value: Any) -> Any:
     return str(value)
 
 
-def compare(a: RunOutcomes, b: RunOutcomes, *, common_only: bool = False) -> dict[str, Any]:
-    """The paired comparison of B against A on their shared case ids."""
+def _worse_test(worse: float, null: np.ndarray, boot: np.ndarray, limit: float) -> dict[str, Any]:
+    """One-sided test of "worse by more than ``limit``" (``worse`` oriented so that
+    positive is worse). With ``limit == 0`` the null is "no change" and the permutation
+    distribution tests it exactly; with ``limit > 0`` it is "worse by at most ``limit``",
+    tested by inverting the bootstrap: p is the share of resamples no worse than the
+    limit, so p < alpha exactly when the one-sided (1 - alpha) bound exceeds the limit."""
+    if limit == 0:
+        return {"limit": 0.0, "p": _tail_p(null, worse), "method": "permutation", "samples": None}
+    boot = boot[~np.isnan(boot)]
+    p = float(np.mean(boot <= limit)) if len(boot) else 1.0
+    return {"limit": limit, "p": p, "method": "bootstrap", "samples": len(boot)}
+
+
+def _metric_entries(
+    ps: PairedSample,
+    names: Sequence[str],
+    *,
+    samples: int,
+    seed: int,
+    level: float,
+    alpha: float = 0.05,
+    limits: Mapping[str, float] | None = None,
+) -> dict[str, dict[str, Any]]:
+    """Per metric: A, B, B - A with its bootstrap CI at ``level``, the two-sided
+    permutation p-value, the paired SE and the minimum detectable effect (80% power,
+    two-sided ``alpha``), the cases that got worse, and for metrics in ``limits`` the
+    one-sided test of a drop (or rise) beyond the limit."""
+    boot = bootstrap_differences(ps, samples, seed)
+    perm = permutation_differences(ps, samples, seed)
+    se = paired_se(ps)
+    z_mde = z_quantile(1 - alpha / 2) + Z_80
+    tail = (1 - level) / 2
+    with warnings.catch_warnings():  # a metric no resample has is an all-NaN column
+        warnings.simplefilter("ignore", RuntimeWarning)
+        bounds = np.nanquantile(boot, [tail, 1 - tail], axis=0)
+    out: dict[str, dict[str, Any]] = {}
+    for j, m in enumerate(names):
+        higher = m in ACCURACY_METRICS
+        kept = np.flatnonzero(ps.kept[:, j])
+        if len(kept) == 0:
+            out[m] = {
+                "a": None,
+                "b": None,
+                "diff": None,
+                "ci": [None, None],
+                "n": 0,
+                "p_value": None,
+                "higher_is_better": higher,
+            }
+            continue
+        a = float(ps.a_num[:, j].sum() / ps.a_den[:, j].sum())
+        b = float(ps.b_num[:, j].sum() / ps.b_den[:, j].sum())
+        lo, hi = bounds[:, j]
+        sign = -1.0 if higher else 1.0  # worse = sign * (B - A)
+        p_two = 2 * min(_tail_p(perm[:, j], b - a), _tail_p(-perm[:, j], a - b))
+        per_case = ps.b_num[kept, j] / ps.b_den[kept, j] - ps.a_num[kept, j] / ps.a_den[kept, j]
+        entry: dict[str, Any] = {
+            "a": a,
+            "b": b,
+            "diff": b - a,
+            "ci": [float(lo), float(hi)],
+            "ci_level": level,
+            "n": len(kept),
+            "p_value": min(1.0, p_two),
+            "se": None if np.isnan(se[j]) else float(se[j]),
+            "mde": None if np.isnan(se[j]) else float(z_mde * se[j]),
+            "higher_is_better": higher,
+            "worse_cases": [ps.ids[i] for i in kept[sign * per_case > 1e-12]],
+            "better_cases": int(np.sum(sign * per_case < -1e-12)),
+        }
+        if limits is not None and m in limits:
+            entry["worse_test"] = _worse_test(
+                sign * (b - a), sign * perm[:, j], sign * boot[:, j], limits[m]
+            )
+        out[m] = entry
+    return out
+
+
+def _counts_array(run: RunOutcomes, ids: list[str]) -> np.ndarray:
+    """(cases x metrics x 2): each case's numerator and denominator of every metric."""
+    empty = (0.0, 0.0)
+    return np.array([[run.counts[i].get(m, empty) for m in METRICS] for i in ids], dtype=float)
+
+
+def compare(
+    a: RunOutcomes,
+    b: RunOutcomes,
+    *,
+    common_only: bool = False,
+    alpha: float = 0.05,
+    level: float | None = None,
+    limits: Mapping[str, float] | None = None,
+    samples: int = BOOTSTRAP_SAMPLES,
+    seed: int = SEED,
+) -> dict[str, Any]:
+    """The paired comparison of B against A on their shared case ids.
+
+    Each metric's p-value is a two-sided paired permutation test (exact McNemar for
+    ``case_pass``); ``p_adjusted`` is Holm's over every metric with a value, and
+    ``significant`` (the "*") means ``p_adjusted < alpha``, so the chance that any metric
+    is starred when nothing changed stays at ``alpha``. ``significant_unadjusted`` is the
+    per-metric verdict. CIs are at ``level`` (default ``1 - alpha``). ``limits`` (metric
+    -> allowed worsening) adds the one-sided tests the gates use (``_gate.py``).
+    """
     if a.dataset_hash != b.dataset_hash and not common_only:
         raise CompareError(
             f"the runs used different datasets ({a.dataset_hash[:12]} vs {b.dataset_hash[:12]}); "
@@ -174,62 +364,72 @@ def compare(a: RunOutcomes, b: RunOutcomes, *, common_only: bool = False) -> dic
     ids = sorted(set(a.counts) & set(b.counts))
     if not ids:
         raise CompareError("the runs have no case id in common")
-    metrics: dict[str, Any] = {}
-    for m in METRICS:
-        arr = {
-            side: (
-                np.array([run.counts[i].get(m, (0, 0))[0] for i in ids], dtype=float),
-                np.array([run.counts[i].get(m, (0, 0))[1] for i in ids], dtype=float),
-            )
-            for side, run in (("a", a), ("b", b))
-        }
-        entry = paired_difference(*arr["a"], *arr["b"])
-        entry["higher_is_better"] = m in ACCURACY_METRICS
-        lo, hi = entry["ci"]
-        entry["significant"] = lo is not None and (lo > 0 or hi < 0)
-        metrics[m] = entry
+    ca, cb = _counts_array(a, ids), _counts_array(b, ids)
+    ps = paired_sample(ca[..., 0], ca[..., 1], cb[..., 0], cb[..., 1], ids)
+    level = 1 - alpha if level is None else level
+    metrics = _metric_entries(
+        ps, METRICS, samples=samples, seed=seed, level=level, alpha=alpha, limits=limits
+    )
     fixed = [i for i in ids if not a.passed[i] and b.passed[i]]
     broken = [i for i in ids if a.passed[i] and not b.passed[i]]
-    p_a = sum(a.passed[i] for i in ids) / len(ids)
-    p_b = sum(b.passed[i] for i in ids) / len(ids)
-    flips = []
-    for i in fixed + broken:
-        flips.append(
-            {
-                "id": i,
-                "change": "fixed" if i in fixed else "broken",
-                "diff": structural_diff(a.outputs.get(i, {}), b.outputs.get(i, {})),
-            }
-        )
+    broken_set = set(broken)
+    cp = metrics["case_pass"]
+    cp["p_value"] = mcnemar_exact(len(fixed), len(broken))
+    if cp.get("worse_test", {}).get("limit") == 0.0:
+        cp["worse_test"].update(p=mcnemar_one_sided(len(fixed), len(broken)), method="McNemar")
+    tested = [m for m, e in metrics.items() if e["p_value"] is not None]
+    for m, p in zip(tested, holm([metrics[m]["p_value"] for m in tested]), strict=True):
+        metrics[m]["p_adjusted"] = p
+        metrics[m]["significant"] = p < alpha
+        metrics[m]["significant_unadjusted"] = metrics[m]["p_value"] < alpha
+    for e in metrics.values():
+        e.setdefault("significant", False)
+    flips = [
+        {
+            "id": i,
+            "change": "broken" if i in broken_set else "fixed",
+            "diff": structural_diff(a.outputs.get(i, {}), b.outputs.get(i, {})),
+        }
+        for i in fixed + broken
+    ]
     return {
         "a": a.label,
         "b": b.label,
         "cases": len(ids),
         "only_in_a": len(set(a.counts) - set(ids)),
         "only_in_b": len(set(b.counts) - set(ids)),
+        "alpha": alpha,
+        "ci_level": level,
+        "adjustment": "holm",
+        "metrics_tested": len(tested),
         "metrics": metrics,
-        "mcnemar": {
-            "fixed": len(fixed),
-            "broken": len(broken),
-            "p_value": mcnemar_exact(len(fixed), len(broken)),
-        },
-        "mde_case_pass": minimum_detectable_effect(len(ids), p_a, p_b, len(fixed) + len(broken)),
+        "mcnemar": {"fixed": len(fixed), "broken": len(broken), "p_value": cp["p_value"]},
+        "mde_case_pass": cp.get("mde"),
         "flipped": flips,
     }
 
 
+def _num(x: float | None, spec: str) -> str:
+    return "n/a" if x is None else format(x, spec)
+
+
 def comparison_text(result: Mapping[str, Any]) -> str:
+    alpha = result.get("alpha", 0.05)
+    level = round(100 * result.get("ci_level", 1 - alpha))
     lines = [
         f"B = {result['b']} vs A = {result['a']} on {result['cases']} shared cases",
-        f"{'metric':<30}{'A':>8}{'B':>8}{'B-A':>9}  95% CI",
+        f"{'metric':<30}{'A':>7}{'B':>7}{'B-A':>8}  {f'{level}% CI':<18}"
+        f"{'p':>7}{'p_holm':>8}{'MDE':>7}",
     ]
     for m, e in result["metrics"].items():
         if e["diff"] is None:
             continue
         star = " *" if e["significant"] else ""
+        ci = f"[{e['ci'][0]:+.3f}, {e['ci'][1]:+.3f}]"
         lines.append(
-            f"{m:<30}{e['a']:>8.3f}{e['b']:>8.3f}{e['diff']:>+9.3f}  "
-            f"[{e['ci'][0]:+.3f}, {e['ci'][1]:+.3f}]{star}"
+            f"{m:<30}{e['a']:>7.3f}{e['b']:>7.3f}{e['diff']:>+8.3f}  {ci:<18}"
+            f"{e['p_value']:>7.4f}{e.get('p_adjusted', e['p_value']):>8.4f}"
+            f"{_num(e.get('mde'), '.3f'):>7}{star}"
         )
     mc = result["mcnemar"]
     lines.append(
@@ -237,15 +437,15 @@ def comparison_text(result: Mapping[str, Any]) -> str:
         f"McNemar exact p = {mc['p_value']:.4f}"
         + (f" (Holm-adjusted {result['p_holm']:.4f})" if "p_holm" in result else "")
     )
-    mde = result["mde_case_pass"]
-    if mde is not None:
-        lines.append(
-            f"this suite detects a case_pass difference of about {mde:.3f} or more "
-            "(80% power, alpha 0.05); smaller differences are noise here"
-        )
     for flip in result["flipped"][:20]:
         lines.append(f"  {flip['change']:<6} {flip['id']}")
     if len(result["flipped"]) > 20:
         lines.append(f"  ... and {len(result['flipped']) - 20} more")
-    lines.append("(* = the 95% CI of the difference excludes 0)")
+    lines += [
+        f"* = Holm-adjusted p (p_holm) < {alpha:g} across the {result['metrics_tested']} metrics "
+        "compared; p is unadjusted:",
+        "    a two-sided paired permutation test, exact McNemar for case_pass.",
+        f"MDE: the difference this suite detects with 80% power at alpha {alpha:g}; "
+        "smaller differences are noise here.",
+    ]
     return "\n".join(lines)

@@ -320,7 +320,9 @@ def _fmt(entry: dict[str, Any]) -> str:
     if entry["value"] is None:
         return "n/a"
     lo, hi = entry["ci"]
-    return f"{entry['value']:.3f} [{lo:.3f}, {hi:.3f}]"
+    # Issue 17: on a handful of cases the interval is honest but wide; say why.
+    few = f" (n={entry['n']}, few cases)" if entry.get("small_n") else ""
+    return f"{entry['value']:.3f} [{lo:.3f}, {hi:.3f}]{few}"
 
 
 #: Characters Markdown could read as markup: links, HTML, code, emphasis, table cells.

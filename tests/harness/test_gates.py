@@ -118,9 +118,14 @@ def test_planted_regression_fails_with_exit_1_naming_metric_and_cases(tmp_path, 
         )
     err = capsys.readouterr().err
     assert code == 1
-    assert "gate FAILED: case_pass = 0.700 vs baseline 1.000: drop 0.300" in err
+    # Issue 17: both values on the shared cases, one-sided McNemar (12 broken, 0 fixed ->
+    # 1 / 2^12), Holm over the two gated metrics, the cases that got worse on each metric.
+    assert (
+        "gate FAILED: case_pass = 0.700 vs baseline 1.000 on the 40 shared cases: drop 0.300" in err
+    )
     assert "gate FAILED: attribution_accuracy = 0.700 vs baseline 1.000" in err
-    assert "p = 0.0005" in err  # McNemar: 12 broken, 0 fixed -> 2 / 2^12
+    assert "one-sided McNemar p 0.0002, Holm over 2 gated metrics 0.0005 (alpha 0.05)" in err
+    assert "worse on case_pass: t-00, t-01" in err and "worse on attribution_accuracy: t-00" in err
     assert "t-00" in err and "t-11" in err and "t-12" not in err
     assert json.loads((bad / "gates.json").read_text())["failures"]
 
