@@ -53,10 +53,11 @@ from hy_eval.llm import (
     ModelProcessDied,
     PriceTable,
     ProviderError,
+    RunStopped,
     Usage,
     build_client,
 )
-from hy_eval.llm._base import RunStopped, short_text
+from hy_eval.llm._base import short_text
 from hy_eval.memory import MemoryClient, MemoryStore, PromptLibrary
 from hy_eval.memory._prompts import LANGUAGES, STAGES
 

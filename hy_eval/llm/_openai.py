@@ -141,7 +141,8 @@ class OpenAIProvider:
     ) -> None:
         """Turn ``auto`` into a mode: the one remembered for this base URL and model, else
         the one :func:`probe_modes` finds (then remembered). ``refresh`` probes again;
-        ``replay-only`` never probes. Raises ``ConfigError`` when no mode can be found."""
+        ``replay-only`` never probes (nothing remembered: ``json_schema``). Raises
+        ``ConfigError`` when no mode can be found."""
         if self.structured != "auto":
             return
         where = redact(self.base_url) or "api.openai.com"
@@ -151,10 +152,10 @@ class OpenAIProvider:
                 self._use(mode, "remembered", memory)
                 return
         if cache_mode == "replay-only":
-            raise ConfigError(
-                f"--structured auto: no mode remembered for {where} and model {self.model} "
-                "in replay-only mode; give --structured MODE"
-            )
+            # No server is asked in replay-only mode: the first mode's answers are looked
+            # up (a cassette recorded in another mode needs --structured MODE).
+            self._use(MODES[0], "replay-only default", memory)
+            return
         try:
             result = probe_modes(self._probe_sender(timeout), where)
         except ProbeFailed as exc:
