@@ -204,3 +204,18 @@ def test_the_refusal_is_one_request_not_five(server, tmp_path):
         asyncio.run(go())
     assert (info.value.kind, info.value.status) == ("bad_request", 500)
     assert client.stats.requests == 1 and client.stats.retries == 0
+
+
+def test_the_wrapper_loads_models_without_extra_buffer_types():
+    """tests/llm/llama_server.py turns off use_extra_bufts in every model's parameters,
+    as the harness's own model process does (issue 13)."""
+    import types
+
+    from tests.llm.llama_server import without_extra_bufts
+
+    low = types.SimpleNamespace(
+        llama_model_default_params=lambda: types.SimpleNamespace(use_extra_bufts=True, n=1)
+    )
+    without_extra_bufts(low)
+    params = low.llama_model_default_params()
+    assert params.use_extra_bufts is False and params.n == 1
