@@ -155,7 +155,7 @@ class LLMClient:
         prepare = getattr(self.provider, "prepare", None)
         if prepare is not None:
             # A mode still to find (openai ``auto``) changes the key: found first.
-            await prepare(self.timeout)
+            await prepare(self.timeout, self.cache_mode)
         fields = self.key_fields(request)
         canonical = canonical_json(fields)
         key = cache_key(fields, canonical)

@@ -188,7 +188,7 @@ class OpenAIProvider:
 
         return send
 
-    async def prepare(self, timeout: float) -> None:
+    async def prepare(self, timeout: float, cache_mode: str = "read-write") -> None:
         """Settle ``auto`` (without a memory) when no one did before the first call."""
         if self.structured != "auto":
             return
@@ -196,7 +196,7 @@ class OpenAIProvider:
             self._settle_lock = asyncio.Lock()
         async with self._settle_lock:
             if self.structured == "auto":
-                await asyncio.to_thread(self.settle, None, "read-write", timeout)
+                await asyncio.to_thread(self.settle, None, cache_mode, timeout)
 
     # -- calls -----------------------------------------------------------------------------
 

@@ -371,3 +371,15 @@ def test_a_run_with_auto_records_the_mode_in_the_manifest(tmp_path, capsys):
     assert manifest["structured_output"]["chosen_by"] == "probe"
     rows = [json.loads(r) for r in (tmp_path / "r" / "cases.jsonl").read_text().splitlines()]
     assert [r["status"] for r in rows] == ["ok", "ok"]
+
+
+def test_a_client_built_by_hand_settles_auto_at_its_first_call():
+    with LoopbackServer(like_llama_cpp_python(), answer_probes=False) as s:
+        provider = make_provider("openai", "m", base_url=s.openai_url)
+        assert provider.structured == "auto"
+        client = LLMClient(provider, cache_mode="off")
+        [c1, c2] = run(client, JSON_REQ, JSON_REQ)
+    assert c1.parsed == c2.parsed == {"facts": ["a"]}
+    assert s.count == 2 + 2  # one probe (two requests), then the two calls
+    assert client.options == {"structured": "json_object_schema"}
+    assert provider.structured_choice["chosen_by"] == "probe"
