@@ -170,8 +170,9 @@ def add_model_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--api-key", help="API key (default: OPENAI_API_KEY / ANTHROPIC_API_KEY)")
     g.add_argument(
         "--structured",
-        choices=["json_schema", "json_object", "text"],
-        help="openai provider: how to ask for JSON (default json_schema)",
+        choices=["json_schema", "json_object_schema", "tools", "json_object", "text", "auto"],
+        help="openai provider: how to ask for JSON (default: auto with --base-url, which "
+        "probes the server once; json_schema for OpenAI). See docs/llm.md",
     )
     g.add_argument("--timeout", type=float, default=120.0, help="seconds per call (default 120)")
     g.add_argument("--retries", type=int, default=4, help="retries per call (default 4)")

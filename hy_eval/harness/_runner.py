@@ -53,6 +53,7 @@ from hy_eval.llm import (
     ModelProcessDied,
     PriceTable,
     ProviderError,
+    RunStopped,
     Usage,
     build_client,
 )
@@ -285,6 +286,8 @@ class Runner:
             "provider": llm.provider.name,
             "model": llm.provider.model,
             "base_url": llm.provider.base_url or None,
+            # The openai provider's structured-output mode and how it was chosen (issue 22).
+            "structured_output": getattr(llm.provider, "structured_choice", None),
             "params": self.config.params(),
             "git": git_state(),
             "packages": package_versions(),
@@ -383,6 +386,7 @@ class Runner:
             f"hy-eval: {suite.name}: {len(cases)} cases ({len(done)} already done), "
             f"provider {llm.provider.name}, model {llm.provider.model}, variant {cfg.variant}, "
             f"cache {cfg.cache_mode}"
+            + structured_note(llm)
             + (
                 f", {cfg.repeats} repeats at temperature {cfg.temperature:g}"
                 if cfg.repeats > 1
@@ -405,12 +409,14 @@ class Runner:
                     "dataset error: " + "; ".join(exc.problems[:5]) + f" (finished cases are "
                     f"kept in {records}; resume with {resume_command(run_dir, manifest)})"
                 ) from None
-            except ModelProcessDied as exc:
-                # A native crash of the model library: the finished cases are on disk.
+            except RunStopped as exc:
+                # A native crash of the model library, or a server refusing every call the
+                # same way (issue 22): the finished cases are on disk.
                 kept = len(repair_records(records))
+                resume = f"; finish with {resume_command(run_dir, manifest)}"
                 raise RunError(
-                    f"{exc.describe()}; {kept} case{'' if kept == 1 else 's'} kept in {records}; "
-                    f"finish with {resume_command(run_dir, manifest)}",
+                    f"{exc.describe()}; {kept} case{'' if kept == 1 else 's'} kept in {records}"
+                    + (resume if exc.resumable else ""),
                     exit_code=3,
                 ) from None
             wall = time.perf_counter() - started
@@ -551,6 +557,13 @@ class Runner:
             raise KeyboardInterrupt
 
 
+def structured_note(llm: LLMClient) -> str:
+    """ ", structured output json_object_schema (probe)" for the start line, when the
+    provider has a mode to tell (openai)."""
+    choice = getattr(llm.provider, "structured_choice", None)
+    return f", structured output {choice['mode']} ({choice['chosen_by']})" if choice else ""
+
+
 def _write_json(path: Path, data: Any) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_text(redact(json.dumps(data, ensure_ascii=False, indent=2)) + "\n", encoding="utf-8")
@@ -655,7 +668,7 @@ async def run_case(
     except ProviderError as exc:
         outcome.error = f"{exc.kind}: {exc}"
         record.update(status="error", error=outcome.error)
-    except (CacheMiss, ModelProcessDied):  # the run's failures, not this case's
+    except (CacheMiss, RunStopped):  # the run's failures, not this case's
         raise
     except Exception as exc:
         # Anything else (a bug, or an answer no check foresaw) costs this case, never the

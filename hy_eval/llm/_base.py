@@ -87,13 +87,27 @@ class ProviderError(Exception):
         self.kind = kind
         self.status = status
         self.retry_after = retry_after
+        #: The fix, for an error the server will keep giving (a refused structured-output
+        #: mode, a refused key): named when the run stops early (issue 22).
+        self.hint: str | None = None
 
     @property
     def retryable(self) -> bool:
         return self.kind in RETRYABLE_KINDS
 
 
-class ModelProcessDied(Exception):
+class RunStopped(Exception):
+    """A failure that is not one case's but the run's: the run stops with its finished
+    cases kept. :meth:`describe` is the one line the user reads; ``resumable`` says
+    whether ``--resume`` with the same settings can finish the run."""
+
+    resumable = True
+
+    def describe(self) -> str:
+        return str(self)
+
+
+class ModelProcessDied(RunStopped):
     """The local model's own process ended in the middle of a call (a native crash of the
     model library, or a kill). Not a :class:`ProviderError`: it is not one case's failure
     but the run's, which stops with its finished cases kept (the runner adds the case)."""
@@ -116,6 +130,24 @@ class ModelProcessDied(Exception):
             how = f"exited with code {self.returncode}"
         where = f" on case {self.case_id}" if self.case_id else ""
         return f"local model process {how}{where}"
+
+
+class RepeatedRefusal(RunStopped):
+    """The same error that no retry cures (a refused request parameter, a refused key) on
+    several calls in a row, with no answer between: every further case would fail the
+    same way, so the run stops (issue 22). The line names the error and, when known, the
+    fix; a resume with the same settings would meet the same refusal."""
+
+    resumable = False
+
+    def __init__(self, error: ProviderError, count: int) -> None:
+        self.error = error
+        self.count = count
+        super().__init__(self.describe())
+
+    def describe(self) -> str:
+        fix = f"; {self.error.hint}" if self.error.hint else ""
+        return f"{self.count} calls in a row failed with the same error: {self.error}{fix}"
 
 
 class Provider(Protocol):
@@ -163,6 +195,19 @@ def short_text(text: str, limit: int = 200) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+_VALIDATION_RE = re.compile(
+    r"\b\d+ validation errors?\b|Input should be |Extra inputs are not permitted"
+    r"|Unrecognized request argument|Unsupported parameter",
+    re.IGNORECASE,
+)
+
+
+def is_validation_message(message: str) -> bool:
+    """Whether an error body reads as the server refusing the request's shape (pydantic's
+    "1 validation error ... Input should be", OpenAI's "Unrecognized request argument")."""
+    return bool(_VALIDATION_RE.search(message))
+
+
 def sdk_error(vendor: str, sdk: Any, exc: BaseException) -> ProviderError:
     """Map an exception of the ``openai`` or ``anthropic`` SDK (their error classes share
     names and meaning) to a ``ProviderError`` whose kind decides the retry."""
@@ -175,6 +220,10 @@ def sdk_error(vendor: str, sdk: Any, exc: BaseException) -> ProviderError:
         kind: ErrorKind = (
             "rate_limit"
             if status == 429
+            # A 500 whose body is a validation message (llama-cpp-python's server answers
+            # a refused request field so) will be given again: not retried (issue 22).
+            else "bad_request"
+            if status >= 500 and is_validation_message(str(exc.message))
             else "server"
             if status >= 500
             else "auth"

@@ -20,6 +20,7 @@ from hy_eval.llm._base import (
     Completion,
     Provider,
     ProviderError,
+    RepeatedRefusal,
     Request,
     Usage,
     answer_problem,
@@ -113,6 +114,7 @@ class LLMClient:
         timeout: float = 120.0,
         retry: RetryPolicy | None = None,
         options: dict[str, Any] | None = None,
+        stop_after: int = 3,
     ) -> None:
         self.provider = provider
         self.cache = cache if cache_mode != "off" else None
@@ -121,6 +123,11 @@ class LLMClient:
         self.timeout = timeout
         self.retry = retry or RetryPolicy()
         self.options = options or getattr(provider, "key_options", {})
+        #: Raise ``RepeatedRefusal`` once this many calls in a row fail with the same
+        #: error that is not retried (0: never).
+        self.stop_after = stop_after
+        self._refusal: tuple[str, int | None, str] | None = None
+        self._refusals = 0
         self.stats = CallStats()
         #: Keys of every answer this client returned (for cassettes).
         self.keys_used: set[str] = set()
@@ -140,10 +147,15 @@ class LLMClient:
     async def complete(self, request: Request, *, label: str = "", stage: str = "") -> Completion:
         """Answer ``request`` from the cache or the provider.
 
-        Raises ``CacheMiss`` in replay-only mode and ``ProviderError`` once the retries
-        are spent or for an error that is not retried.
+        Raises ``CacheMiss`` in replay-only mode, ``ProviderError`` once the retries
+        are spent or for an error that is not retried, and ``RepeatedRefusal`` when such
+        an error is the same as on the calls before (see :meth:`_count_refusal`).
         """
         self.stats.calls += 1
+        prepare = getattr(self.provider, "prepare", None)
+        if prepare is not None:
+            # A mode still to find (openai ``auto``) changes the key: found first.
+            await prepare(self.timeout, self.cache_mode)
         fields = self.key_fields(request)
         canonical = canonical_json(fields)
         key = cache_key(fields, canonical)
@@ -188,6 +200,7 @@ class LLMClient:
                         completion = await asyncio.wait_for(call, self.timeout + 1.0)
                     else:
                         completion = await call
+                    self._refusals = 0
                     return replace(
                         completion,
                         latency_s=time.perf_counter() - started,
@@ -202,10 +215,24 @@ class LLMClient:
                     self.stats.errors_by_kind[error.kind] += 1
                     if attempt:
                         error.args = (f"{error.args[0]} (after {attempt} retries)",)
+                    if not error.retryable:
+                        self._count_refusal(error)
                     raise error
                 attempt += 1
                 self.stats.retries += 1
                 await asyncio.sleep(self.retry.delay(attempt, error.retry_after, self._rng))
+
+    def _count_refusal(self, error: ProviderError) -> None:
+        """Count ``error`` (one no retry cures) against the ones before it; at
+        ``stop_after`` identical ones in a row with no answer between, the server will
+        refuse every call the same way: raise ``RepeatedRefusal`` to stop the run."""
+        signature = (error.kind, error.status, str(error))
+        if signature == self._refusal:
+            self._refusals += 1
+        else:
+            self._refusal, self._refusals = signature, 1
+        if self.stop_after and self._refusals >= self.stop_after:
+            raise RepeatedRefusal(error, self._refusals) from None
 
     async def aclose(self) -> None:
         await self.provider.aclose()

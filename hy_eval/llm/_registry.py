@@ -56,7 +56,10 @@ def build_client(
     retries: int = 4,
     retry_base_delay: float = 0.5,
 ) -> LLMClient:
-    """A provider wrapped in an ``LLMClient`` with its cache. Raises ``ConfigError``."""
+    """A provider wrapped in an ``LLMClient`` with its cache. Raises ``ConfigError``.
+
+    An openai provider in ``auto`` mode (the default with a base URL) is settled here:
+    the mode remembered beside the cache, else one probe of the server (issue 22)."""
     from hy_eval.llm._cache import CACHE_MODES, AnswerCache
     from hy_eval.llm._client import RetryPolicy
 
@@ -65,6 +68,12 @@ def build_client(
     if cache_mode != "off" and cache_path is None:
         raise ConfigError("a cache file is needed unless the cache mode is off")
     p = make_provider(provider, model, base_url=base_url, api_key=api_key, options=options)
+    settle = getattr(p, "settle", None)
+    if settle is not None:
+        # openai ``auto``: the mode is found now, so that the manifest can say which.
+        from hy_eval.llm._openai import mode_memory
+
+        settle(mode_memory(cache_path) if cache_mode != "off" else None, cache_mode, timeout)
     cache = AnswerCache(cache_path) if cache_mode != "off" and cache_path is not None else None
     return LLMClient(
         p,

@@ -5,6 +5,12 @@ A *script* is a function from the received request to a ``Reply``: an answer, an
 error with headers (``429`` with ``Retry-After``), a delay, a malformed body or a
 connection reset. The server counts every request it receives.
 
+The openai provider's ``auto`` mode sends one small probe per base URL and model before
+its first call (issue 22). Like OpenAI, the server takes ``json_schema``: it answers a
+probe itself, without the script, and counts it in ``probes``, not ``requests``, so a
+script sees only the harness's own calls. ``answer_probes=False`` hands probes to the
+script, to play servers that refuse modes.
+
 HTTP/1.1 keep-alive and a large listen backlog matter: with ``http.server``'s defaults
 (HTTP/1.0, backlog 5) bursts of concurrent connections stall and timings lie.
 """
@@ -54,6 +60,16 @@ class Reply:
 
 
 Script = Callable[[ServedRequest], Reply]
+
+#: The word only the structured-output probe's schema holds (``_structured.PROBE_SCHEMA``).
+PROBE_MARK = "hy_eval_ok"
+
+
+def is_probe(body: Any) -> bool:
+    """Whether a request body is the openai provider's structured-output probe."""
+    return isinstance(body, dict) and PROBE_MARK in json.dumps(
+        [body.get("response_format"), body.get("tools")]
+    )
 
 
 def openai_completion(
@@ -127,9 +143,12 @@ class LoopbackServer:
     """``with LoopbackServer(script) as server:`` then point a client at ``server.openai_url``
     or ``server.anthropic_url``. ``server.count`` is the number of requests received."""
 
-    def __init__(self, script: Script) -> None:
+    def __init__(self, script: Script, *, answer_probes: bool = True) -> None:
         self.script = script
+        self.answer_probes = answer_probes
         self.requests: list[ServedRequest] = []
+        #: Probes answered by the server itself (``answer_probes``).
+        self.probes: list[Any] = []
         self._lock = threading.Lock()
         outer = self
 
@@ -146,13 +165,18 @@ class LoopbackServer:
                     body = json.loads(raw)
                 except ValueError:
                     body = None
-                with outer._lock:
-                    req = ServedRequest(len(outer.requests), self.path, body)
-                    outer.requests.append(req)
-                try:
-                    reply = outer.script(req)
-                except Exception as exc:  # a broken script answers 500, visibly
-                    reply = Reply(500, error_body(500, f"script error: {exc!r}"))
+                if outer.answer_probes and is_probe(body):
+                    with outer._lock:
+                        outer.probes.append(body)
+                    reply = Reply(body=openai_completion(json.dumps({"probe": PROBE_MARK})))
+                else:
+                    with outer._lock:
+                        req = ServedRequest(len(outer.requests), self.path, body)
+                        outer.requests.append(req)
+                    try:
+                        reply = outer.script(req)
+                    except Exception as exc:  # a broken script answers 500, visibly
+                        reply = Reply(500, error_body(500, f"script error: {exc!r}"))
                 if reply.delay:
                     time.sleep(reply.delay)
                 if reply.reset:
