@@ -154,7 +154,13 @@ class LocalProvider:
             self.model = DEFAULT_LOCAL_MODEL
         self.path = path
         self.n_ctx = n_ctx
-        self.key_options: dict[str, Any] = {"file": path.name, "n_ctx": n_ctx}
+        # Loading without extra buffer types changes answers (other matrix kernels), so
+        # it is part of the cache key: answers cached with repacked weights are not reused.
+        self.key_options: dict[str, Any] = {
+            "file": path.name,
+            "n_ctx": n_ctx,
+            "extra_bufts": False,
+        }
 
     def _complete_sync(self, request: Request) -> Completion:
         payload: dict[str, Any] = {
