@@ -5,6 +5,7 @@ exactly the expected consistency drop."""
 
 import json
 
+from hy_eval.cli import main
 from hy_eval.harness import RunConfig, load_suite
 from hy_eval.harness._metamorphic import (
     changed_checks,
@@ -14,7 +15,7 @@ from hy_eval.harness._metamorphic import (
 )
 from hy_eval.harness._perturb import Skip, perturb
 
-from .scripted_suite import SuiteModel, perfect_extraction
+from .scripted_suite import SuiteModel, model_args, perfect_extraction
 
 USERS = ["Tim", "Lena", "Dana", "Ines", "Priya", "Ava", "Raj", "Omar"]
 OTHERS = ["John", "Rachel", "Marco", "Kenji", "Sofia", "Felix", "Nadia", "Carl"]
@@ -83,7 +84,7 @@ def scripted(cases, perturbed, bad):
     return SuiteModel([*cases, *twins], extraction)
 
 
-def test_one_wrong_name_drops_consistency_by_exactly_its_checks(tmp_path):
+def test_one_wrong_name_drops_consistency_by_exactly_its_checks(tmp_path, capsys):
     suite = write_suite(tmp_path / "toy")
     results = [perturb(c, "rename", 0) for c in suite.cases]
     assert not any(isinstance(r, Skip) for r in results)
@@ -94,16 +95,25 @@ def test_one_wrong_name_drops_consistency_by_exactly_its_checks(tmp_path):
         1 for p in perturbed for f in p.expect.facts if f.subject == bad
     )  # each such fact check flips
     assert hit >= 1
+    gates = tmp_path / "gates.toml"
+    gates.write_text("[consistency.rename]\nmin = 0.95\n[consistency.order]\nmin = 0.5\n")
+    run_dir = tmp_path / "run"
     with scripted(suite.cases, perturbed, bad) as model:
-        run_dir, summary, code = run_with_perturbations(
-            config(model.server, tmp_path, tmp_path / "toy"), ["rename"], 0
-        )
-    assert code == 0
-    section = summary["perturbations"]["rename"]
+        args = ["--suite", str(tmp_path / "toy"), *model_args(model.server), "--cache-mode"]
+        args += ["off", "--out", str(run_dir), "--quiet", "--perturb", "rename"]
+        code = main([*args, "--gate", str(gates)])
+    assert code == 1  # the floor of 0.95 is not met, and order was not run
+    out = capsys.readouterr()
     checks = 3 * len(suite.cases)
+    value = (checks - hit) / checks
+    assert f"perturbation rename: consistency {value:.3f}" in out.out
+    assert f"gate FAILED: consistency.rename = {value:.3f}" in out.err
+    assert "consistency.order: the run has no order perturbation" in out.err
+    summary = json.loads((run_dir / "summary.json").read_text())
+    section = summary["perturbations"]["rename"]
     assert section["checks"] == checks
     assert section["checks_changed"] == hit
-    assert section["consistency"]["value"] == (checks - hit) / checks
+    assert section["consistency"]["value"] == value
     lo, hi = section["consistency"]["ci"]
     assert lo < section["consistency"]["value"] <= hi
     assert section["metrics"]["attribution_accuracy"]["base"] == 1.0
@@ -118,8 +128,7 @@ def test_one_wrong_name_drops_consistency_by_exactly_its_checks(tmp_path):
     for tag, flipped in by_tag.items():
         assert section["fragility"]["tag"][tag]["flipped"] == flipped
         assert section["fragility"]["tag"][tag]["value"] == (12 - flipped) / 12
-    # Written to the run folder: summary.json, report.md, the perturbed run's own folder.
-    assert json.loads((run_dir / "summary.json").read_text())["perturbations"]["rename"]
+    # Written to the run folder: report.md and the perturbed run's own folder.
     report = (run_dir / "report.md").read_text()
     assert "## Perturbation `rename`" in report and "| p-00 | fact#1 |" in report
     manifest = json.loads((run_dir / "perturb" / "rename" / "manifest.json").read_text())
