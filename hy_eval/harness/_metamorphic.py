@@ -70,7 +70,7 @@ def _key(rec: Mapping[str, Any]) -> str:
     return f"{rec['id']}#{rec.get('repeat', 0)}"
 
 
-def _mapped_facts(rec: Mapping[str, Any], subjects: Mapping[str, str]) -> list[list[str]]:
+def _mapped_facts(rec: Mapping[str, Any], subjects: Mapping[str, str]) -> list[dict[str, str]]:
     """A record's facts as (subject, owner, text), with the perturbed case's names mapped
     back to the original's, so that a diff shows what changed beyond the renaming."""
     back = {k.casefold(): v for k, v in subjects.items()}
@@ -86,7 +86,7 @@ def _mapped_facts(rec: Mapping[str, Any], subjects: Mapping[str, str]) -> list[l
         text = f["text"]
         if pattern is not None:
             text = pattern.sub(lambda m: subjects.get(m.group(0), m.group(0)), text)
-        rows.append([subject, f["owner"], text])
+        rows.append({"subject": subject, "owner": f["owner"], "text": text})
     return rows
 
 
@@ -301,3 +301,29 @@ def terminal_lines(summary: Mapping[str, Any]) -> list[str]:
         f"({s['flipped_count']} flipped, {s['skipped']} skipped)"
         for name, s in summary.get("perturbations", {}).items()
     ]
+
+
+def consistency_text(c: Mapping[str, Any], perturbation: str | None = None) -> list[str]:
+    """compare's lines on consistency: the value, the least consistent rules and tags,
+    and the flipped cases with the checks that changed."""
+    what = f" under perturbation {perturbation}" if perturbation else ""
+    lines = [
+        f"consistency{what}: {_pct(c['consistency'])}, {c['checks'] - c['checks_changed']} of "
+        f"{c['checks']} (case, check) verdicts unchanged on {c['cases']} cases"
+    ]
+    rows = sorted(
+        (e["value"], f"{kind} {label}", e)
+        for kind in ("rule", "tag")
+        for label, e in c["fragility"][kind].items()
+        if e["value"] is not None and e["flipped"]
+    )
+    if rows:
+        lines.append(
+            "  most fragile: "
+            + ", ".join(f"{label} {v:.3f} ({e['flipped']} flipped)" for v, label, e in rows[:6])
+        )
+    for f in c["flipped"][:20]:
+        lines.append(f"  flipped {f['id']}: {', '.join(f['changed'])}")
+    if c["flipped_count"] > 20:
+        lines.append(f"  ... and {c['flipped_count'] - 20} more")
+    return lines

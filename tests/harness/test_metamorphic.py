@@ -133,6 +133,21 @@ def test_one_wrong_name_drops_consistency_by_exactly_its_checks(tmp_path, capsys
     assert "## Perturbation `rename`" in report and "| p-00 | fact#1 |" in report
     manifest = json.loads((run_dir / "perturb" / "rename" / "manifest.json").read_text())
     assert manifest["params"]["perturb"] == "rename"
+    # compare of the base run with its perturbed run: the same consistency, text and JSON.
+    out_json = tmp_path / "cmp.json"
+    assert (
+        main(
+            ["compare", str(run_dir), str(run_dir / "perturb" / "rename"), "--json", str(out_json)]
+        )
+        == 0
+    )
+    text = capsys.readouterr().out
+    assert f"consistency under perturbation rename: {value:.3f}" in text
+    assert "flipped p-00: fact#1" in text and "most fragile: " in text
+    cmp = json.loads(out_json.read_text())
+    assert cmp["perturbation"] == "rename"
+    assert cmp["consistency"]["checks_changed"] == hit
+    assert cmp["consistency"]["flipped"] == section["flipped"]
 
 
 def test_a_perfect_model_is_fully_consistent_under_every_perturbation(tmp_path):
