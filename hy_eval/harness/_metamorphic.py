@@ -327,3 +327,22 @@ def consistency_text(c: Mapping[str, Any], perturbation: str | None = None) -> l
     if c["flipped_count"] > 20:
         lines.append(f"  ... and {c['flipped_count'] - 20} more")
     return lines
+
+
+def perturbation_counts(suite_name: str = "multi_speaker", seed: int = 0) -> list[str]:
+    """A Markdown table: per perturbation, the cases kept and the skips by reason (the
+    figures in docs/datasets.md: ``python -m hy_eval.harness._metamorphic``)."""
+    from hy_eval.harness._perturb import PERTURBATIONS
+
+    suite = load_suite(suite_name)
+    lines = ["| perturbation | kept | skipped (reason: cases) |", "|---|---|---|"]
+    for name in PERTURBATIONS:
+        ps = perturb_suite(suite, list(suite.refs), name, seed)
+        reasons = Counter(reason for _, reason in ps.skipped)
+        why = "; ".join(f"{r}: {n}" for r, n in reasons.most_common()) or "-"
+        lines.append(f"| {name} | {len(ps.refs)} | {len(ps.skipped)} ({why}) |")
+    return lines
+
+
+if __name__ == "__main__":
+    print("\n".join(perturbation_counts()))
