@@ -102,7 +102,7 @@ def consistency(
     subjects = subjects or {}
     a = {_key(r): r for r in base}
     b = {_key(r): r for r in perturbed}
-    keys = [k for k in a if k in b]
+    keys = sorted(k for k in a if k in b)  # records are in finishing order
     groups: dict[str, list[int]] = {}
     nums, dens, flipped = [], [], []
     for i, k in enumerate(keys):

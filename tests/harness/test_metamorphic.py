@@ -160,14 +160,17 @@ def test_a_perfect_model_is_fully_consistent_under_every_perturbation(tmp_path):
     # Each perturbation's twins under distinct ids, answered perfectly.
     tagged = [t.model_copy(update={"id": f"{t.id}~{i}"}) for i, t in enumerate(twins)]
     with SuiteModel([*suite.cases, *tagged]) as model:
+        # order: no case of this suite has two named humans, so nothing runs for it.
         _, summary, code = run_with_perturbations(
-            config(model.server, tmp_path, tmp_path / "toy"), names, 0
+            config(model.server, tmp_path, tmp_path / "toy"), [*names, "order"], 0
         )
     assert code == 0
     for name in names:
         s = summary["perturbations"][name]
         assert s["consistency"]["value"] == 1.0, name
         assert s["cases"] == len(suite.cases) and s["flipped"] == []
+    order = summary["perturbations"]["order"]
+    assert (order["cases"], order["skipped"], order["consistency"]["value"]) == (0, 8, None)
 
 
 def _rec(cid, checks, rules=("A1",), tags=()):
@@ -206,3 +209,8 @@ def test_consistency_counts_case_check_pairs():
     assert (c["checks"], c["checks_changed"], c["consistency"]["value"]) == (3, 1, 2 / 3)
     assert c["flipped_count"] == 1 and c["flipped"][0]["changed"] == ["fact#1"]
     assert c["fragility"]["rule"]["A1"]["value"] == 2 / 3
+
+
+def test_an_unknown_perturbation_exits_2_before_any_call(capsys):
+    assert main(["--suite", "multi_speaker", "--perturb", "rename,shuffle", "--limit", "1"]) == 2
+    assert "--perturb: unknown perturbation shuffle (known: rename," in capsys.readouterr().err
