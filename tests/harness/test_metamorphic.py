@@ -150,7 +150,7 @@ def test_one_wrong_name_drops_consistency_by_exactly_its_checks(tmp_path, capsys
     assert cmp["consistency"]["flipped"] == section["flipped"]
 
 
-def test_a_perfect_model_is_fully_consistent_under_every_perturbation(tmp_path):
+def test_a_perfect_model_is_fully_consistent_under_every_perturbation_and_resumes(tmp_path):
     suite = write_suite(tmp_path / "toy")
     # rename is covered by the test above (its other cases stay consistent).
     names = ["swap_perspective", "anthropic", "name_line"]
@@ -161,10 +161,16 @@ def test_a_perfect_model_is_fully_consistent_under_every_perturbation(tmp_path):
     tagged = [t.model_copy(update={"id": f"{t.id}~{i}"}) for i, t in enumerate(twins)]
     with SuiteModel([*suite.cases, *tagged]) as model:
         # order: no case of this suite has two named humans, so nothing runs for it.
-        _, summary, code = run_with_perturbations(
-            config(model.server, tmp_path, tmp_path / "toy"), [*names, "order"], 0
-        )
+        cfg = config(model.server, tmp_path, tmp_path / "toy")
+        run_dir, summary, code = run_with_perturbations(cfg, [*names, "order"], 0)
+        assert code == 0
+        # --resume RUN --perturb ...: a perturbed folder killed after three cases finishes.
+        sub = run_dir / "perturb" / "anthropic" / "cases.jsonl"
+        sub.write_text("".join(sub.read_text().splitlines(keepends=True)[:3]))
+        again = config(model.server, tmp_path, tmp_path / "toy", out=None, resume=str(run_dir))
+        _, summary, code = run_with_perturbations(again, [*names, "order"], 0)
     assert code == 0
+    assert len(sub.read_text().splitlines()) == len(suite.cases)
     for name in names:
         s = summary["perturbations"][name]
         assert s["consistency"]["value"] == 1.0, name
