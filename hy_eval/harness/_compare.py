@@ -82,7 +82,7 @@ def load_run(run_dir: str | Path) -> RunOutcomes:
     checks: list[dict[str, Any]] = []
     for rec in read_records(path / "cases.jsonl"):
         cid = rec["id"]
-        checks.append({k: rec.get(k) for k in ("id", "repeat", "rules", "tags", "score")})
+        checks.append(slim_record(rec))
         mine = counts.setdefault(cid, {})
         for m, (num, den) in rec["score"]["counts"].items():
             old = mine.get(m, (0.0, 0.0))
@@ -108,6 +108,19 @@ def load_run(run_dir: str | Path) -> RunOutcomes:
         checks,
         read_perturb_file(path),
     )
+
+
+def slim_record(rec: Mapping[str, Any]) -> dict[str, Any]:
+    """What consistency needs of a record: its keys, rules, tags, check verdicts, facts."""
+    score = rec["score"]
+    return {
+        **{k: rec.get(k) for k in ("id", "repeat", "rules", "tags")},
+        "score": {
+            "passed": score["passed"],
+            "checks": [{"check": c["check"], "ok": c["ok"]} for c in score["checks"]],
+            "facts": score.get("facts", []),
+        },
+    }
 
 
 @dataclass
