@@ -338,7 +338,7 @@ def _load_gates(args: argparse.Namespace) -> Any:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from hy_eval.harness import RunError, Runner, terminal_summary
+    from hy_eval.harness import RunError, terminal_summary
 
     if args.suite is None and args.resume is None:
         raise UserError("give --suite NAME (for example --suite multi_speaker) or --resume DIR")
@@ -347,9 +347,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.variants or args.models:
         return cmd_matrix(args)
     gates = _load_gates(args)  # a bad gates file fails before any model call
+    _perturbations(args)
     config = _run_config(args)
     try:
-        run_dir, summary, code = Runner(config).run()
+        run_dir, summary, code = _run_one(config, args)
     except RunError as exc:
         if exc.exit_code == EXIT_CACHE_MISS:
             raise UserError(
@@ -359,6 +360,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             ) from None
         raise UserError(str(exc), exc.exit_code) from None
     print(terminal_summary(summary, run_dir))
+    _print_perturbations(summary)
     if code == EXIT_PROVIDER:
         rate = summary["metrics"]["error_rate"]["value"]
         print(
@@ -370,6 +372,37 @@ def cmd_run(args: argparse.Namespace) -> int:
     if gates is not None:
         return _apply_gates(gates, summary, run_dir, args.baseline)
     return code
+
+
+def _perturbations(args: argparse.Namespace) -> list[str]:
+    """The names given to --perturb (none without it); a one-line error for a bad one."""
+    if not getattr(args, "perturb", None):
+        return []
+    from hy_eval.harness._perturb import parse_perturbations
+
+    try:
+        return parse_perturbations(args.perturb)
+    except ValueError as exc:
+        raise UserError(f"--perturb: {exc}") from None
+
+
+def _run_one(config: Any, args: argparse.Namespace) -> tuple[Path, dict[str, Any], int]:
+    """A run, and its perturbed runs when --perturb is given (issue 20)."""
+    from hy_eval.harness import Runner
+
+    names = _perturbations(args)
+    if not names:
+        return Runner(config).run()
+    from hy_eval.harness._metamorphic import run_with_perturbations
+
+    return run_with_perturbations(config, names, args.perturb_seed)
+
+
+def _print_perturbations(summary: dict[str, Any]) -> None:
+    from hy_eval.harness._metamorphic import terminal_lines
+
+    for line in terminal_lines(summary):
+        print(line)
 
 
 def _apply_gates(gates: Any, summary: dict[str, Any], run_dir: Path, baseline: str | None) -> int:
@@ -400,9 +433,11 @@ def cmd_matrix(args: argparse.Namespace) -> int:
     the cache; then each combination compared with the first, Holm-corrected."""
     import datetime as dt
 
-    from hy_eval.harness import RunError, Runner, terminal_summary
+    from hy_eval.harness import RunError, terminal_summary
     from hy_eval.harness._compare import compare, comparison_text, holm, load_run
     from hy_eval.llm import ConfigError, ModelSpec
+
+    _perturbations(args)  # a bad name fails before any model call
 
     variants = [v for v in (args.variants or args.variant).split(",") if v]
     try:
@@ -424,11 +459,12 @@ def cmd_matrix(args: argparse.Namespace) -> int:
             name = f"{str(spec).replace(':', '_').replace('/', '_')}--{variant}"
             sub.out = str(root / name)
             try:
-                run_dir, summary, code = Runner(_run_config(sub)).run()
+                run_dir, summary, code = _run_one(_run_config(sub), sub)
                 worst = max(worst, code)
             except RunError as exc:
                 raise UserError(f"{name}: {exc}", exc.exit_code) from None
             print(f"== {name}\n{terminal_summary(summary, run_dir)}")
+            _print_perturbations(summary)
             combos.append((name, run_dir, summary))
     base = load_run(combos[0][1])
     results = [compare(base, load_run(d)) for _, d, _ in combos[1:]]
@@ -659,6 +695,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--variants", help="matrix run: comma-separated prompt variants")
     p.add_argument("--models", help="matrix run: local,openai:gpt-4o-mini,anthropic:MODEL")
+    p.add_argument(
+        "--perturb",
+        help="also run the suite perturbed (rename,swap_perspective,anthropic,name_line,order)"
+        " into RUN/perturb/<name>/ and report consistency (docs/metrics.md)",
+    )
+    p.add_argument("--perturb-seed", type=int, default=0, help="seed of the perturbations")
     add_model_flags(p)
     p.set_defaults(func=cmd_run)
 

@@ -49,6 +49,10 @@ class RunOutcomes:
     passed: dict[str, bool]
     outputs: dict[str, dict[str, Any]] = field(default_factory=dict)
     meta: dict[str, Any] = field(default_factory=dict)
+    #: Each record's id, repeat, rules, tags and checks (for consistency, issue 20).
+    checks: list[dict[str, Any]] = field(default_factory=list)
+    #: ``perturb.json`` of a perturbed run (issue 20), else None.
+    perturbation: dict[str, Any] | None = None
 
 
 def outputs_of(record: Mapping[str, Any]) -> dict[str, Any]:
@@ -75,8 +79,10 @@ def load_run(run_dir: str | Path) -> RunOutcomes:
     counts: dict[str, dict[str, tuple[float, float]]] = {}
     passes: dict[str, list[bool]] = {}
     outputs: dict[str, dict[str, Any]] = {}
+    checks: list[dict[str, Any]] = []
     for rec in read_records(path / "cases.jsonl"):
         cid = rec["id"]
+        checks.append(slim_record(rec))
         mine = counts.setdefault(cid, {})
         for m, (num, den) in rec["score"]["counts"].items():
             old = mine.get(m, (0.0, 0.0))
@@ -90,7 +96,31 @@ def load_run(run_dir: str | Path) -> RunOutcomes:
     for cid, ok in passed.items():
         counts[cid]["case_pass"] = (float(ok), 1.0)
     label = f"{manifest['provider']}:{manifest['model']}/{manifest['params']['variant']}"
-    return RunOutcomes(label, manifest["dataset_hash"], counts, passed, outputs, manifest)
+    from hy_eval.harness._metamorphic import read_perturb_file
+
+    return RunOutcomes(
+        label,
+        manifest["dataset_hash"],
+        counts,
+        passed,
+        outputs,
+        manifest,
+        checks,
+        read_perturb_file(path),
+    )
+
+
+def slim_record(rec: Mapping[str, Any]) -> dict[str, Any]:
+    """What consistency needs of a record: its keys, rules, tags, check verdicts, facts."""
+    score = rec["score"]
+    return {
+        **{k: rec.get(k) for k in ("id", "repeat", "rules", "tags")},
+        "score": {
+            "passed": score["passed"],
+            "checks": [{"check": c["check"], "ok": c["ok"]} for c in score["checks"]],
+            "facts": score.get("facts", []),
+        },
+    }
 
 
 @dataclass
@@ -406,6 +436,22 @@ def compare(
         "mcnemar": {"fixed": len(fixed), "broken": len(broken), "p_value": cp["p_value"]},
         "mde_case_pass": cp.get("mde"),
         "flipped": flips,
+        **_consistency_of(a, b),
+    }
+
+
+def _consistency_of(a: RunOutcomes, b: RunOutcomes) -> dict[str, Any]:
+    """B's (case, check) verdicts against A's (issue 20), when both are run folders; with
+    B a perturbed run (``RUN/perturb/<name>``) its names are mapped back for the diffs."""
+    if not a.checks or not b.checks:
+        return {}
+    from hy_eval.harness._metamorphic import consistency
+
+    info = b.perturbation or {}
+    subjects = {cid: c["subjects"] for cid, c in info.get("cases", {}).items()}
+    return {
+        "perturbation": info.get("perturbation"),
+        "consistency": consistency(a.checks, b.checks, subjects),
     }
 
 
@@ -441,6 +487,10 @@ def comparison_text(result: Mapping[str, Any]) -> str:
         lines.append(f"  {flip['change']:<6} {flip['id']}")
     if len(result["flipped"]) > 20:
         lines.append(f"  ... and {len(result['flipped']) - 20} more")
+    if "consistency" in result:
+        from hy_eval.harness._metamorphic import consistency_text
+
+        lines += consistency_text(result["consistency"], result.get("perturbation"))
     lines += [
         f"* = Holm-adjusted p (p_holm) < {alpha:g} across the {result['metrics_tested']} metrics "
         "compared; p is unadjusted:",

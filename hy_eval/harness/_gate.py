@@ -17,6 +17,9 @@ across the gated metrics at the file's ``alpha`` (issue 17; docs/ci.md):
 
     [metrics.merge_violation_rate_applied]
     max = 0.0
+
+    [consistency.rename]                                # issue 20: run with --perturb
+    min = 0.95
 """
 
 from __future__ import annotations
@@ -47,6 +50,8 @@ class Gates:
     metrics: dict[str, dict[str, float]]
     baseline: str | None = None
     alpha: float = 0.05
+    #: Perturbation -> {"min": floor} on its consistency (issue 20).
+    consistency: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
 @dataclass
@@ -64,7 +69,7 @@ class GateResult:
 
 def load_gates(path: str | Path) -> Gates:
     data = read_toml(path, "gates file", GateConfigError)
-    unknown_top = set(data) - {"baseline", "alpha", "metrics"}
+    unknown_top = set(data) - {"baseline", "alpha", "metrics", "consistency"}
     if unknown_top:
         raise GateConfigError(f"{path}: unknown key(s) {', '.join(sorted(unknown_top))}")
     metrics: dict[str, dict[str, float]] = {}
@@ -91,13 +96,59 @@ def load_gates(path: str | Path) -> Gates:
             )
         if metrics[name].get("max_drop", 0.0) < 0 or metrics[name].get("max_rise", 0.0) < 0:
             raise GateConfigError(f"{path}: metrics.{name}: max_drop and max_rise must be >= 0")
-    if not metrics:
-        raise GateConfigError(f"{path}: no [metrics.<name>] gate")
+    consistency = _consistency_gates(path, data.get("consistency") or {})
+    if not metrics and not consistency:
+        raise GateConfigError(f"{path}: no [metrics.<name>] or [consistency.<name>] gate")
     alpha = data.get("alpha", 0.05)
     # Below 0.5: the gate's CI is at 1 - 2 alpha (see _drop_verdict).
     if not isinstance(alpha, (int, float)) or not 0 < alpha < 0.5:
         raise GateConfigError(f"{path}: alpha must be a number between 0 and 0.5")
-    return Gates(str(path), metrics, data.get("baseline"), float(alpha))
+    return Gates(str(path), metrics, data.get("baseline"), float(alpha), consistency)
+
+
+def _consistency_gates(path: str | Path, table: Any) -> dict[str, dict[str, float]]:
+    """``[consistency.<perturbation>] min = 0.95``: a floor on the share of verdicts the
+    perturbation leaves unchanged (issue 20)."""
+    from hy_eval.harness._perturb import PERTURBATIONS
+
+    out: dict[str, dict[str, float]] = {}
+    if not isinstance(table, dict):
+        raise GateConfigError(f"{path}: consistency: use [consistency.<perturbation>] tables")
+    for name, spec in table.items():
+        where = f"{path}: consistency.{name}"
+        if name not in PERTURBATIONS:
+            raise GateConfigError(
+                f"{where}: unknown perturbation (known: {', '.join(PERTURBATIONS)})"
+            )
+        if not isinstance(spec, dict) or set(spec) != {"min"}:
+            raise GateConfigError(f"{where}: the one allowed key is min")
+        floor = spec["min"]
+        if isinstance(floor, bool) or not isinstance(floor, (int, float)) or not 0 <= floor <= 1:
+            raise GateConfigError(f"{where}: min must be a number between 0 and 1")
+        out[name] = {"min": float(floor)}
+    return out
+
+
+def consistency_checks(gates: Gates, summary: dict[str, Any], result: GateResult) -> None:
+    """Each consistency floor against the run's ``perturbations`` section: the observed
+    value, as ``min`` on a metric. A gated perturbation the run did not do fails."""
+    done = summary.get("perturbations") or {}
+    for name, spec in gates.consistency.items():
+        entry = (done.get(name) or {}).get("consistency") or {}
+        value = entry.get("value")
+        if name not in done:
+            result.failures.append(
+                f"consistency.{name}: the run has no {name} perturbation "
+                f"(run with --perturb {name})"
+            )
+        elif value is None:
+            result.warnings.append(f"consistency.{name}: no case paired (nothing to check)")
+        elif value < spec["min"]:
+            lo, hi = entry["ci"]
+            result.failures.append(
+                f"consistency.{name} = {value:.3f} [{_fmt(lo)}, {_fmt(hi)}] is below the floor "
+                f"{spec['min']:.3f} ({done[name]['flipped_count']} cases flipped)"
+            )
 
 
 #: A suite name that is one plain file name: no folder separator, no "..", no NUL.
@@ -184,6 +235,7 @@ def evaluate(
     path = baseline_path or gates.baseline or default_baseline_path(summary["suite"])
     base = load_baseline(path) if wants_baseline else None
     result = evaluate_outcomes(gates, summary["metrics"], load_run(run_dir), base)
+    consistency_checks(gates, summary, result)
     if base is not None and base.dataset_hash != summary["dataset_hash"]:
         assert result.comparison is not None
         result.warnings.insert(

@@ -47,7 +47,17 @@ KEPT_ON_RESUME = (
 )
 #: Identity fields a resume takes from the manifest. Provider, model and base URL are
 #: not among them: they come from the command line and must match the manifest.
-SAVED_IDENTITY = ("suite", "structured", "variant", "guard", "repeats", "temperature", "pass_k")
+SAVED_IDENTITY = (
+    "suite",
+    "structured",
+    "variant",
+    "guard",
+    "repeats",
+    "temperature",
+    "pass_k",
+    "perturb",
+    "perturb_seed",
+)
 
 
 class FolderLock:

@@ -34,6 +34,7 @@ from hy_eval.harness._dataset import (
     filter_cases,
     load_suite,
 )
+from hy_eval.harness._perturb import perturb_suite
 from hy_eval.harness._plots import PlotWorker
 from hy_eval.harness._reuse import ResultCache, case_record_key, record_identity
 from hy_eval.harness._runfolder import (
@@ -114,6 +115,9 @@ class RunConfig:
     temperature: float = 0.0
     #: A case passes when at least this many of its repeats pass (default: all).
     pass_k: int | None = None
+    #: Run the suite perturbed by this perturbation (issue 20, ``_perturb.py``).
+    perturb: str | None = None
+    perturb_seed: int = 0
 
     def params(self) -> dict[str, Any]:
         d = {k: v for k, v in self.__dict__.items() if k not in ("api_key", "progress")}
@@ -241,6 +245,10 @@ class Runner:
             raise RunError(str(exc)) from None
         if cfg.limit is not None:
             cases = cases[: cfg.limit]
+        if cfg.perturb and cases:
+            # After the filter and limit: the perturbed run pairs with the base run's cases.
+            suite = perturb_suite(suite, cases, cfg.perturb, cfg.perturb_seed)
+            cases = list(suite.refs)
         if not cases:
             raise RunError(f"no case of suite {suite.name!r} matches the filter")
         try:

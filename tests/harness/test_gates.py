@@ -179,7 +179,10 @@ def test_absolute_floor_fails_without_a_baseline(tmp_path, capsys):
         ("alpha = 2\n[metrics.case_pass]\nmin = 0.1\n", "alpha must be"),
         ("nonsense = 1\n[metrics.case_pass]\nmin = 0.1\n", "unknown key(s) nonsense"),
         ("[metrics.case_pass\n", "invalid TOML"),
-        ("", "no [metrics.<name>] gate"),
+        ("", "no [metrics.<name>] or [consistency.<name>] gate"),
+        ("[consistency.shuffle]\nmin = 0.9\n", "consistency.shuffle: unknown perturbation"),
+        ("[consistency.rename]\nmin = 1.5\n", "min must be a number between 0 and 1"),
+        ("[consistency.rename]\nmax = 0.5\n", "the one allowed key is min"),
     ],
 )
 def test_bad_gates_files_exit_2_before_any_call(tmp_path, capsys, content, message):

@@ -1,0 +1,164 @@
+"""Metamorphic perturbations (issue 20; E1, E3, M1-M6, D5, A1-A8, P2, P3): each is pure and
+seeded, and keeps the gold consistent with the conversation: the natural-sentence oracle of
+issue 15 (tests/harness/oracle.py) scores exactly 1.0 / 0.0 on every perturbed suite."""
+
+import re
+
+import pytest
+
+from hy_eval.conversation import normalise_messages, render_conversation
+from hy_eval.harness import Case, load_suite
+from hy_eval.harness._perturb import (
+    NAME_BANK,
+    PERTURBATIONS,
+    Skip,
+    parse_perturbations,
+    perturb,
+    perturb_suite,
+)
+from hy_eval.harness._scoring import ACCURACY_METRICS, METRICS
+
+from .oracle import score_oracle
+
+CASES = load_suite("multi_speaker").cases
+BY_ID = {c.id: c for c in CASES}
+
+
+def _kept(name, seed):
+    out = [perturb(c, name, seed) for c in CASES]
+    return [o for o in out if not isinstance(o, Skip)], [o for o in out if isinstance(o, Skip)]
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("name", sorted(PERTURBATIONS))
+def test_oracle_scores_exactly_one_and_zero_on_every_perturbed_suite(name, seed):
+    kept, _ = _kept(name, seed)
+    assert kept, name
+    totals, failures = score_oracle([p.case for p in kept])
+    assert failures == []
+    for metric in METRICS:
+        num, den = totals[metric]
+        if den:
+            assert num / den == (1.0 if metric in ACCURACY_METRICS else 0.0), (metric, num, den)
+    assert totals["attribution_accuracy"][1] > 0
+
+
+@pytest.mark.parametrize("name", sorted(PERTURBATIONS))
+def test_pure_and_seeded(name):
+    for case in CASES[::7]:
+        before = case.model_dump_json()
+        a, b = perturb(case, name, 3), perturb(case, name, 3)
+        assert case.model_dump_json() == before  # the input is left as it was
+        assert type(a) is type(b)
+        if not isinstance(a, Skip):
+            assert a.case.model_dump_json() == b.case.model_dump_json()
+            assert a.case.id == case.id
+            assert a.case.messages != case.messages  # a real change
+
+
+def test_kept_and_skipped_cases_per_perturbation():
+    # Where a case cannot be perturbed soundly it is skipped with a reason, never dropped
+    # silently: kept + skipped is the suite.
+    counts = {n: tuple(map(len, _kept(n, 0))) for n in PERTURBATIONS}
+    assert all(k + s == len(CASES) for k, s in counts.values())
+    assert counts["anthropic"] == (len(CASES), 0)
+    assert counts["swap_perspective"][1] > 0 and counts["order"][0] >= 5
+
+
+def test_rename_draws_every_kind_of_name():
+    kept, _ = _kept("rename", 0)
+    kinds = {k for p in kept for k in re.findall(r"\((\w+)\)", p.note)}
+    assert kinds == {"cjk", "latin", "common_word", "titled", "homonym"}
+    # Latin names inside Chinese text, and a common-word name that is also a word here.
+    zh_latin = [p for p in kept if p.case.lang == "zh" and "(latin)" in p.note]
+    assert zh_latin
+    homonym = next(p for p in kept if "(homonym)" in p.note)
+    new = re.search(r"-> (\S+) \(homonym\)", homonym.note).group(1)
+    assert new in {n for n, _ in NAME_BANK["common_word"][homonym.case.lang]}
+
+
+def test_rename_maps_gold_and_text_consistently():
+    p = perturb(BY_ID["ms-en-0001"], "rename", 0)
+    new_user = next(n for n, old in p.subjects.items() if old == "Tim")
+    new_john = next(n for n, old in p.subjects.items() if old == "John")
+    assert p.case.expect.profile.name == new_user
+    assert [f.subject for f in p.case.expect.facts] == ["user", new_john]
+    assert "John" not in p.case.model_dump_json() and "Tim" not in p.case.model_dump_json()
+
+
+def test_swap_perspective_remaps_subjects_and_profile():
+    p = perturb(BY_ID["ms-en-0001"], "swap_perspective", 0)
+    assert [(m["role"], m["name"]) for m in p.case.messages] == [
+        ("assistant", "Tim"),
+        ("user", "John"),
+    ]
+    assert [f.subject for f in p.case.expect.facts] == ["Tim", "user"]
+    assert p.case.expect.profile.name == "John"
+    assert p.case.expect.profile.absent == ["Stripe"]  # Tim's job must not enter John's L0
+    assert {a.subject for a in p.case.expect.absent} == {"Tim"}
+    assert p.subjects == {"user": "John", "Tim": "user"}
+
+
+def test_swap_perspective_skips_what_it_cannot_swap():
+    nameless = next(c for c in CASES if not c.speakers.user_name)
+    assert isinstance(perturb(nameless, "swap_perspective", 0), Skip)
+    with_memories = next(c for c in CASES if c.existing and c.named_speakers)
+    assert isinstance(perturb(with_memories, "swap_perspective", 0), Skip)
+
+
+def _render(case):
+    return render_conversation(normalise_messages(case.messages, system=case.system))
+
+
+def test_anthropic_form_renders_the_same_conversation():
+    for case in CASES:
+        p = perturb(case, "anthropic", 0)
+        assert all(isinstance(m["content"], list) for m in p.case.messages)
+        assert _render(p.case) == _render(case), case.id
+
+
+def test_name_line_moves_the_name_into_the_text():
+    p = perturb(BY_ID["ms-en-0001"], "name_line", 0)
+    assert "name" not in p.case.messages[0]
+    assert p.case.messages[0]["content"].startswith("My name is Tim. ")
+    assert not _render(p.case).startswith("The user's name is")
+    assert _render(BY_ID["ms-en-0001"]).startswith("The user's name is Tim")
+    assert p.case.expect == BY_ID["ms-en-0001"].expect
+
+
+def _case(messages, facts):
+    return Case.model_validate(
+        {"id": "t", "lang": "en", "rules": ["A2"], "messages": messages, "expect": {"facts": facts}}
+    )
+
+
+def test_order_moves_only_self_contained_runs():
+    msgs = [
+        {"role": "user", "content": "Tell me about you two.", "name": "Tim"},
+        {"role": "assistant", "name": "John", "content": "I am a nurse."},
+        {"role": "assistant", "name": "Mary", "content": "I fly planes."},
+    ]
+    facts = [
+        {"subject": "John", "owner": "user", "keywords": ["nurse"]},
+        {"subject": "Mary", "owner": "user", "keywords": ["planes"]},
+    ]
+    p = perturb(_case(msgs, facts), "order", 0)
+    assert [m["name"] for m in p.case.messages[1:]] == ["Mary", "John"]
+    # "Me too" says nothing without John's message before it: that run stays.
+    msgs[2] = {"role": "assistant", "name": "Mary", "content": "Me too."}
+    facts[1] = {"subject": "Mary", "owner": "user", "keywords": ["nurse"]}
+    assert isinstance(perturb(_case(msgs, facts), "order", 0), Skip)
+
+
+def test_perturb_suite_keeps_line_refs_and_lists_skips():
+    suite = load_suite("multi_speaker")
+    ps = perturb_suite(suite, list(suite.refs), "swap_perspective", 0)
+    assert len(ps.refs) + len(ps.skipped) == len(suite.refs)
+    ref, text = next(iter(ps.iter_lines()))
+    assert ps.parse_case(ref, text) == ps.results[ref.id].case
+
+
+def test_parse_perturbations():
+    assert parse_perturbations("rename, order,rename") == ["rename", "order"]
+    with pytest.raises(ValueError, match="unknown perturbation shuffle"):
+        parse_perturbations("rename,shuffle")
