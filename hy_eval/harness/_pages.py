@@ -11,6 +11,7 @@ server and no network.
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 from functools import cache
 from importlib import resources
@@ -71,9 +72,18 @@ def script_json(value: Any) -> Any:
     return Markup(text)
 
 
+@cache
+def _script_hash() -> str:
+    """The CSP source of the page's script: only that script may run, so markup that
+    slipped into a page could still not run any (defence in depth)."""
+    digest = hashlib.sha256(_static("workbench.js").encode()).digest()
+    return f"'sha256-{base64.b64encode(digest).decode()}'"
+
+
 def render_page(template: str, data: Any, **context: Any) -> str:
     """Render ``template`` with ``context``, the shared style and script, and ``data``
-    embedded as JSON for the script."""
+    embedded as JSON for the script. The page's Content-Security-Policy allows no request
+    (images are data: URLs) and no script but its own."""
     from markupsafe import Markup
 
     return str(
@@ -82,6 +92,7 @@ def render_page(template: str, data: Any, **context: Any) -> str:
         .render(
             style=Markup(_static("workbench.css")),
             script=Markup(_static("workbench.js")),
+            script_hash=_script_hash(),
             data=script_json(data),
             **context,
         )

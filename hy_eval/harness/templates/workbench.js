@@ -306,6 +306,15 @@
     );
   }
 
+  function factDiff(diff) {
+    const line = (sign, cls, f) => el("div", { class: cls }, sign + " " + f.text + " (" + f.owner + ", " + f.subject + ")");
+    return el("div", { class: "fact-diff" },
+      el("h4", {}, "Fact-level diff (A to B)"),
+      (diff.removed || []).map((f) => line("-", "fact-removed", f)),
+      (diff.added || []).map((f) => line("+", "fact-added", f)),
+      el("p", { class: "muted" }, (diff.kept || []).length + " facts the same in both"));
+  }
+
   function comparePage() {
     const flips = DATA.flipped || [];
     const systems = DATA.systems || [];
@@ -324,6 +333,7 @@
         return el("div", { class: "flip", id: "flip-" + f.id, "data-case": f.id },
           el("h3", {}, f.id, " ", el("span", { class: "badge " + f.change }, f.change)),
           conv ? el("details", {}, el("summary", {}, "conversation"), conversationColumn(conv)) : null,
+          factDiff(f.facts || {}),
           el("div", { class: "columns two" },
             flipSide("A: " + DATA.a, f.a, f.b, systems, "fact-removed"),
             flipSide("B: " + DATA.b, f.b, f.a, systems, "fact-added")));
