@@ -4,7 +4,7 @@ the Debian package (.ci/run installs it), driven by Playwright for Python with
 
 Two scripted runs of ten real cases (five English, five Chinese) give a report and a
 comparison with flipped cases; the hostile-input corpus of issue 14 (its run is the
-fixture of tests/reliability/test_hostile.py) is shown on both pages, every case opened,
+session fixture of tests/conftest.py) is shown on both pages, every case opened,
 and must stay text. Screenshots of both pages are saved in the test's folder.
 """
 
@@ -22,7 +22,6 @@ from hy_eval.harness._compare import compare
 from hy_eval.harness._compare import load_run as load_outcomes
 from hy_eval.harness._compare_page import write_compare_page
 
-from ..reliability.test_hostile import hostile_run  # noqa: F401  (the corpus's run)
 from .scripted_suite import SuiteModel, perfect_extraction
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -88,8 +87,11 @@ def runs(tmp_path_factory):
     return {"a": run_a, "b": run_b, "broken": broken, "result": result, "compare": page}
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def browser():
+    """Chromium for one test. Function scope: Playwright's sync API keeps an event loop
+    running while it is open, so the runs (``asyncio.run``) must all be made before it,
+    which pytest does for fixtures of a wider scope."""
     with sync_api.sync_playwright() as pw:
         chromium = pw.chromium.launch(executable_path=CHROMIUM, headless=True)
         yield chromium
@@ -178,27 +180,23 @@ def test_failing_check_and_verdict_filters_find_the_broken_cases(runs, browser):
     assert set(runs["broken"]) <= set(opened.rows())
 
 
-def unique_word(records, case_id):
-    """A word of the case's conversation that no other case's record holds."""
-    words = re.findall(
-        r"[A-Za-z]{5,}",
-        " ".join(
-            m["content"]
-            for m in records[case_id]["input"]["messages"]
-            if isinstance(m.get("content"), str)
-        ),
-    )
-    others = " ".join(
-        json.dumps(r, ensure_ascii=False) for i, r in records.items() if i != case_id
-    ).lower()
-    return next(w for w in words if w.lower() not in others)
+def unique_word(records):
+    """An English case and a word of its conversation that no other case's record holds."""
+    for case_id in sorted(i for i, r in records.items() if r["lang"] == "en"):
+        messages = records[case_id]["input"]["messages"]
+        text = " ".join(m["content"] for m in messages if isinstance(m.get("content"), str))
+        others = " ".join(
+            json.dumps(r, ensure_ascii=False) for i, r in records.items() if i != case_id
+        ).lower()
+        for word in re.findall(r"[A-Za-z]{5,}", text):
+            if word.lower() not in others:
+                return case_id, word
+    raise AssertionError("no English case has a word of its own")
 
 
 def test_search_finds_a_case_by_a_word_of_its_conversation(runs, browser):
     """issue 21: typing a word of one case's conversation leaves that case alone."""
-    records = records_of(runs["a"])
-    case_id = next(i for i, r in records.items() if r["lang"] == "en")
-    word = unique_word(records, case_id)
+    case_id, word = unique_word(records_of(runs["a"]))
     opened = Opened(browser, runs["a"] / "report.html")
     opened.page.fill("#f-search", word.upper())  # case-insensitive
     assert opened.rows() == [case_id]
@@ -279,7 +277,7 @@ SHOWN_AS_TEXT = [
 ]
 
 
-def test_the_hostile_corpus_stays_text_in_every_case_view(hostile_run, browser):  # noqa: F811
+def test_the_hostile_corpus_stays_text_in_every_case_view(hostile_run, browser):
     """issue 21 (3): every case of the corpus's run opened in turn; tags, names, contents
     and model answers show as text, nothing runs and the page keeps its width."""
     run_dir, _, _, records, _ = hostile_run
@@ -302,7 +300,7 @@ def test_the_hostile_corpus_stays_text_in_every_case_view(hostile_run, browser):
     assert "<img src=x onerror=\"document.title='pwned'\">" in table and "a|b|c" in table
 
 
-def test_the_hostile_corpus_stays_text_on_the_compare_page(hostile_run, browser, tmp_path):  # noqa: F811
+def test_the_hostile_corpus_stays_text_on_the_compare_page(hostile_run, browser, tmp_path):
     """issue 21 (3): B is the corpus's run with every verdict turned, so every case flips
     and shows on the page side by side."""
     run_dir, _, _, records, _ = hostile_run

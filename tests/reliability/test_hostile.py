@@ -98,8 +98,9 @@ class HostileModel(SuiteModel):
         return reply
 
 
-@pytest.fixture(scope="module")
-def hostile_run(tmp_path_factory):
+def make_hostile_run(tmp_path_factory):
+    """The corpus's run; the ``hostile_run`` fixture (tests/conftest.py) makes it once per
+    test session for these tests and the browser tests of issue 21."""
     tmp = tmp_path_factory.mktemp("hostile")
     folder = tmp / "suite"
     folder.mkdir()
