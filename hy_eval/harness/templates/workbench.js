@@ -175,9 +175,8 @@
     return c._text;
   }
 
-  function reportPage() {
-    const cases = DATA.cases || [];
-    const systems = DATA.systems || [];
+  // The filters above the case table; matches(c) says whether a case passes them all.
+  function filterControls(cases, onChange) {
     const filters = [
       ["lang", "language", (c) => [c.lang]],
       ["rule", "rule", (c) => c.rules || []],
@@ -185,7 +184,6 @@
       ["verdict", "verdict", (c) => [verdict(c)]],
       ["check", "failing check", (c) => c.failing || []],
     ];
-    const state = { sort: null, dir: 1, open: null };
     const form = document.getElementById("filters");
     const selects = {};
     for (const [key, label, values] of filters) {
@@ -194,13 +192,25 @@
       const select = el("select", { id: "f-" + key, name: key },
         el("option", { value: "" }, "all"),
         Array.from(seen).sort().map((v) => el("option", { value: v }, v)));
-      select.addEventListener("change", draw);
+      select.addEventListener("change", onChange);
       selects[key] = select;
       form.append(el("label", {}, label, select));
     }
     const search = el("input", { type: "search", id: "f-search", placeholder: "words in the case" });
-    search.addEventListener("input", draw);
+    search.addEventListener("input", onChange);
     form.append(el("label", {}, "search", search));
+    return function matches(c) {
+      const words = search.value.toLowerCase().split(/\s+/).filter(Boolean);
+      return filters.every(([key, , values]) => !selects[key].value || values(c).map(String).includes(selects[key].value))
+        && words.every((w) => haystack(c).includes(w));
+    };
+  }
+
+  function reportPage() {
+    const cases = DATA.cases || [];
+    const systems = DATA.systems || [];
+    const state = { sort: null, dir: 1, open: null };
+    const matches = filterControls(cases, () => draw());
 
     const columns = [
       ["id", (c) => c.id], ["repeat", (c) => c.repeat], ["lang", (c) => c.lang],
@@ -221,10 +231,7 @@
     })));
 
     function shown() {
-      const words = search.value.toLowerCase().split(/\s+/).filter(Boolean);
-      const picked = cases.filter((c) =>
-        filters.every(([key, , values]) => !selects[key].value || values(c).map(String).includes(selects[key].value))
-        && words.every((w) => haystack(c).includes(w)));
+      const picked = cases.filter(matches);
       if (state.sort !== null) {
         const get = columns[state.sort][1];
         picked.sort((a, b) => {
@@ -261,7 +268,8 @@
     }
 
     function fromHash() {
-      const hash = decodeURIComponent(location.hash.slice(1));
+      let hash = location.hash.slice(1);
+      try { hash = decodeURIComponent(hash); } catch (e) { /* a malformed %-escape: as typed */ }
       const params = new URLSearchParams(location.hash.slice(1));
       const id = params.get("case");
       const repeat = Number(params.get("repeat") || 0);
