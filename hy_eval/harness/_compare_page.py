@@ -65,6 +65,9 @@ def _metric_rows(metrics: Mapping[str, Any]) -> list[dict[str, Any]]:
                 "ci": "" if lo is None or hi is None else f"[{lo:+.3f}, {hi:+.3f}]",
                 "p": num(e.get("p_value"), ".4f"),
                 "p_value": "" if e.get("p_value") is None else f"{e['p_value']:.6f}",
+                # Holm-adjusted p and the minimum detectable effect, where compare gives them.
+                "p_adjusted": num(e.get("p_adjusted"), ".4f"),
+                "mde": num(e.get("mde"), ".3f"),
                 "n": e.get("n", ""),
                 "significant": significant,
                 # Green when B is significantly better, red when significantly worse.
@@ -109,11 +112,24 @@ def compare_page(result: Mapping[str, Any], run_a: str | Path, run_b: str | Path
         "systems": list(systems),
         "flips_total": len(flipped),
     }
+    metrics = _metric_rows(result.get("metrics", {}))
+    alpha = result.get("alpha", 0.05)
+    if result.get("adjustment") == "holm":
+        legend = (
+            f"* = Holm-adjusted p < {alpha:g} across the {result.get('metrics_tested', '')} "
+            "metrics tested."
+        )
+    else:
+        legend = "* = the CI of the difference excludes 0."
     return render_page(
         "compare.html.j2",
         data,
         result=result,
-        metrics=_metric_rows(result.get("metrics", {})),
+        metrics=metrics,
+        ci_level=round(100 * result.get("ci_level", 0.95)),
+        legend=legend,
+        has_adjusted=any(row["p_adjusted"] != "n/a" for row in metrics),
+        has_mde=any(row["mde"] != "n/a" for row in metrics),
         mcnemar=result.get("mcnemar", {}),
         mde=result.get("mde_case_pass"),
         p_holm=result.get("p_holm"),
