@@ -125,12 +125,13 @@ def metric_row(name: str, entry: Any) -> dict[str, Any]:
             "value": round(100 * max(0.0, min(1.0, value)), 2),
         }
     # Issue 17 marks an interval on a handful of cases; the page says so as report.md does.
-    few = f" (n={entry.get('n')}, few cases)" if entry.get("small_n") and value is not None else ""
+    few = f"n={entry.get('n')}, few cases" if entry.get("small_n") and value is not None else ""
     return {
         "name": name,
         "value": "" if value is None else f"{value:.6f}",
         "text": "n/a" if value is None else f"{value:.3f}",
-        "ci": "" if lo is None or hi is None else f"[{lo:.3f}, {hi:.3f}]{few}",
+        "ci": "" if lo is None or hi is None else f"[{lo:.3f}, {hi:.3f}]",
+        "few": few,
         "n": entry.get("n", ""),
         "better": "higher" if name in ACCURACY_METRICS else "lower",
         "bar": bar,

@@ -90,5 +90,6 @@ def test_ci_entries_are_read_defensively():
     assert fmt_ratio({"value": 0.5}) == "0.500" and metric_row("x", {"value": 0.5})["ci"] == ""
     assert metric_row("x", None)["text"] == "n/a"
     few = {**entry, "small_n": True}
-    assert metric_row("case_pass", few)["ci"] == "[0.250, 0.750] (n=4, few cases)"
+    assert metric_row("case_pass", few)["few"] == "n=4, few cases"
+    assert metric_row("case_pass", entry)["few"] == ""
     assert fmt_ratio(few) == "0.500 [0.250, 0.750] (n=4, few cases)"
