@@ -497,12 +497,19 @@ def cmd_matrix(args: argparse.Namespace) -> int:
     for (name, _, _), r in zip(combos[1:], results, strict=True):
         base_name = combos[0][0]
         flips.append(f"\n### Flipped cases: {name} against {base_name}\n")
+        flips.append(
+            f"Side by side, with a fact-level diff: [compare-{name}.html](compare-{name}.html)\n"
+        )
         flips.append("| case | change | drill-down | what changed |\n|---|---|---|---|")
         for f in r["flipped"]:
             links = f"[A]({base_name}/report.html#{f['id']}) / [B]({name}/report.html#{f['id']})"
             changed = ", ".join(sorted(f["diff"])) or "-"
             flips.append(f"| {f['id']} | {f['change']} | {links} | {changed} |")
     (root / "matrix.md").write_text(text + "\n" + "\n".join(flips) + "\n", encoding="utf-8")
+    from hy_eval.harness._compare_page import write_compare_page
+
+    for (name, run_dir, _), r in zip(combos[1:], results, strict=True):
+        write_compare_page(root / f"compare-{name}.html", r, combos[0][1], run_dir)
     (root / "matrix.json").write_text(
         json.dumps(
             {"combinations": [n for n, _, _ in combos], "comparisons": results},
@@ -526,6 +533,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
     print(comparison_text(result))
     if args.json:
         Path(args.json).write_text(json.dumps(result, ensure_ascii=False, indent=1))
+    if args.html:
+        from hy_eval.harness._compare_page import write_compare_page
+
+        try:
+            page = write_compare_page(args.html, result, args.run_a, args.run_b)
+        except OSError as exc:
+            raise UserError(f"{args.html}: cannot write the page ({exc.strerror})") from None
+        print(f"comparison page: {page}")
     return EXIT_OK
 
 
@@ -713,6 +728,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="compare the shared case ids even when the datasets differ",
     )
     p.add_argument("--json", help="also write the comparison as JSON here")
+    p.add_argument(
+        "--html",
+        metavar="OUT",
+        help="also write the comparison page here: differences, flipped cases side by side",
+    )
     p.set_defaults(func=cmd_compare)
 
     baseline = sub.add_parser("baseline", help="bless a run as the baseline").add_subparsers(

@@ -10,6 +10,7 @@ from hy_eval.harness._dataset import (
     filter_cases,
     load_suite,
 )
+from hy_eval.harness._frame import load_run
 from hy_eval.harness._report import terminal_summary, write_reports
 from hy_eval.harness._runner import RunConfig, RunError, Runner, run_case
 from hy_eval.harness._scoring import METRICS, CaseScore, Outcome, score_case
@@ -28,6 +29,7 @@ __all__ = [
     "Runner",
     "Suite",
     "filter_cases",
+    "load_run",
     "load_suite",
     "ratio_with_ci",
     "run_case",

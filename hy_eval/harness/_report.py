@@ -1,23 +1,23 @@
 """Reports of a run folder (rule E7): ``summary.json``, ``report.md``, ``report.html`` (self-
-contained, plots embedded, per-case drill-down) and PNG plots.
+contained, plots embedded, the cases as data for the page's case table and case view: see
+``_pages.py``) and PNG plots.
 
 Records are read from ``cases.jsonl`` once, streaming, into a small table of metric counts
-(pandas), the token and cost totals, the confusion counts and the HTML of at most
-``DRILLDOWN_LIMIT`` cases, failed ones first. Nothing holds every record in memory. With a
+(pandas), the token and cost totals, the confusion counts and what the page shows of at
+most ``DRILLDOWN_LIMIT`` cases, failed ones first. Nothing holds every record in memory. With a
 result cache (``_reuse.py``) a report of the same records is reused rather than computed.
 """
 
 from __future__ import annotations
 
 import base64
-import html
-import json
 import re
 from array import array
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from hy_eval.harness._pages import case_entry, report_page
 from hy_eval.harness._plots import Plotter
 from hy_eval.harness._reuse import ResultCache, report_key
 from hy_eval.harness._runner import _write_json, read_records
@@ -37,7 +37,6 @@ HEADLINE = (
     "error_rate",
 )
 DRILLDOWN_LIMIT = 1000
-MAX_SYSTEM_PROMPTS = 50
 
 
 class _Scan:
@@ -56,10 +55,11 @@ class _Scan:
         self.guard_counts = {"cross_subject": 0, "undecided": 0}
         #: Per repeat index, per metric: [num, den].
         self.per_repeat: dict[int, dict[str, list[float]]] = {}
-        self.html: dict[bool, list[str]] = {False: [], True: []}  # by verdict, capped
+        #: What the page shows of each case (``_pages.case_entry``), by verdict, capped.
+        self.entries: dict[bool, list[dict[str, Any]]] = {False: [], True: []}
         self.shown = 0  # records that could be shown
-        #: System prompts shown once, after the cases: text -> anchor (see _case_html).
-        self.systems: dict[str, str] = {}
+        #: System prompts kept once for the page: text -> index (see case_entry).
+        self.systems: dict[str, int] = {}
         #: What was cut from answers to the schemas' limits (issue 14): counts by kind,
         #: and ``cases`` with any cut.
         self.truncated: Counter[str] = Counter()
@@ -93,27 +93,22 @@ class _Scan:
                 self.truncated["cases"] += 1
             self.shown += 1
             # Failed cases first: at most DRILLDOWN_LIMIT kept, passed ones giving way.
-            failed, passed = self.html[False], self.html[True]
+            failed, passed = self.entries[False], self.entries[True]
             if not score["passed"] and len(failed) < DRILLDOWN_LIMIT:
-                failed.append(_case_html(rec, self.systems))
+                failed.append(case_entry(rec, self.systems))
                 if len(failed) + len(passed) > DRILLDOWN_LIMIT:
                     passed.pop()
             elif score["passed"] and len(failed) + len(passed) < DRILLDOWN_LIMIT:
-                passed.append(_case_html(rec, self.systems))
+                passed.append(case_entry(rec, self.systems))
 
-    def drilldown(self) -> str:
-        """Failed cases first, at most ``DRILLDOWN_LIMIT`` in all, then the system prompts
-        they share."""
-        parts = self.html[False] + self.html[True]
-        if self.shown > DRILLDOWN_LIMIT:
-            parts.append(
-                f"<p>Only the first {DRILLDOWN_LIMIT} cases are shown; all are in cases.jsonl.</p>"
-            )
-        if self.systems:
-            parts.append("<h2>System prompts</h2>")
-            for text, anchor in self.systems.items():
-                parts.append(f'<h4 id="{anchor}">{anchor}</h4><pre>{_esc(text)}</pre>')
-        return "\n".join(parts)
+    def drilldown(self) -> dict[str, Any]:
+        """The page's case data: failed cases first, at most ``DRILLDOWN_LIMIT`` in all,
+        the system prompts they share, and how many records there were."""
+        return {
+            "cases": self.entries[False] + self.entries[True],
+            "systems": list(self.systems),
+            "shown": self.shown,
+        }
 
     def columns(self) -> dict[str, Any]:
         """The rows as columns, ordered by case id and repeat (see :func:`counts_table`)."""
@@ -208,13 +203,14 @@ def _confusion(counts: Counter[tuple[str, str]]) -> dict[str, dict[str, int]]:
 
 def _results(
     records: Path, wanted: set[str] | None, pass_k: int | None, plotter: Plotter | None = None
-) -> tuple[dict[str, Any], dict[str, bytes], str]:
-    """What the records alone decide: the summary's results, the plots and the drill-down.
+) -> tuple[dict[str, Any], dict[str, bytes], dict[str, Any]]:
+    """What the records alone decide: the summary's results, the plots and the page's case
+    data.
     Each plot is handed to ``plotter`` as soon as its numbers exist (see ``_plots.py``)."""
     scan = _Scan(records, wanted)
     df = counts_table(scan.columns(), pass_k)
     if df.empty:
-        return {"cases": 0, "metrics": {m: ratio_with_ci([], []) for m in METRICS}}, {}, ""
+        return {"cases": 0, "metrics": {m: ratio_with_ci([], []) for m in METRICS}}, {}, {}
     plotter = plotter or Plotter()
     metrics = metrics_of(df)
     confusion = _confusion(scan.confusion)
@@ -269,10 +265,10 @@ def write_reports(
         report_key(records, wanted, pass_k, manifest.get("packages")) if memo is not None else None
     )
     cached = memo.get_report(key) if memo is not None and key and memo_read else None
-    if cached is not None:
+    if cached is not None and "cases" in cached:
         core = cached["core"]
         plots = {n: base64.b64decode(b) for n, b in cached["plots"].items()}
-        drilldown = cached["drilldown"]
+        drilldown = cached["cases"]
     else:
         core, plots, drilldown = _results(records, wanted, pass_k, plotter)
         if memo is not None and key and core["cases"]:
@@ -281,7 +277,7 @@ def write_reports(
                 {
                     "core": core,
                     "plots": {n: base64.b64encode(b).decode() for n, b in plots.items()},
-                    "drilldown": drilldown,
+                    "cases": drilldown,
                 },
             )
     if not core["cases"]:
@@ -453,136 +449,12 @@ def terminal_summary(summary: dict[str, Any], run_dir: Path) -> str:
 
 # -- HTML ----------------------------------------------------------------------------
 
-_CSS = """
-body{font-family:system-ui,sans-serif;margin:2em;max-width:1100px;color:#222;
-overflow-wrap:anywhere}img{max-width:100%}
-table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;
-text-align:left;font-size:14px}pre{background:#f6f8fa;padding:8px;white-space:pre-wrap;
-font-size:13px}details{margin:4px 0;border:1px solid #ddd;padding:4px 8px}
-.ok{color:#2b8a3e}.bad{color:#c92a2a}summary{cursor:pointer}
-"""
-
-
-def _pretty(value: Any, depth: int = 0) -> str:
-    """JSON with the two outer levels laid out one item per line (an operation, a memory)
-    and each item on one line: readable, and written by the C encoder (``indent=`` runs
-    the pure-Python one, a third of the report's time on 1,000 cases)."""
-    if depth < 2 and isinstance(value, (dict, list)) and value:
-        pad = " " * (depth + 1)
-        if isinstance(value, dict):
-            items = [
-                f"{pad}{json.dumps(str(k), ensure_ascii=False)}: {_pretty(v, depth + 1)}"
-                for k, v in value.items()
-            ]
-            return "{\n" + ",\n".join(items) + "\n" + pad[1:] + "}"
-        items = [pad + _pretty(v, depth + 1) for v in value]
-        return "[\n" + ",\n".join(items) + "\n" + pad[1:] + "]"
-    return json.dumps(value, ensure_ascii=False)
-
-
-def _esc(value: Any) -> str:
-    return html.escape(value if isinstance(value, str) else _pretty(value))
-
-
-def _case_html(rec: dict[str, Any], systems: dict[str, str]) -> str:
-    score = rec["score"]
-    verdict = "ok" if score["passed"] else "bad"
-    parts = [
-        f'<details id="{_esc(rec["id"])}"><summary class="{verdict}">{_esc(rec["id"])} '
-        f"[{_esc(rec['lang'])}] {_esc(', '.join(rec['rules']))} "
-        f"{_esc(' '.join('#' + t for t in rec['tags']))} - "
-        f"{'pass' if score['passed'] else 'FAIL'}</summary>"
-    ]
-    if rec["status"] == "error":
-        parts.append(f"<p class=bad>error: {_esc(rec['error'])}</p></details>")
-        return "".join(parts)
-    parts.append(f"<h4>Conversation (rendered)</h4><pre>{_esc(rec['rendered'])}</pre>")
-    parts.append("<h4>Facts</h4><table><tr><th>text</th><th>owner</th><th>subject</th></tr>")
-    for f in score["facts"]:
-        parts.append(
-            f"<tr><td>{_esc(f['text'])}</td><td>{_esc(f['owner'])}</td>"
-            f"<td>{_esc(f['subject'])}</td></tr>"
-        )
-    parts.append(
-        "</table><h4>Checks</h4><table><tr><th>check</th><th>verdict</th><th>detail</th></tr>"
-    )
-    for ch in score["checks"]:
-        cls = "ok" if ch["ok"] else "bad"
-        parts.append(
-            f"<tr><td>{_esc(ch['check'])}</td><td class={cls}>{'ok' if ch['ok'] else 'FAIL'}</td>"
-            f"<td><pre>{_esc(ch['detail'])}</pre></td></tr>"
-        )
-    parts.append("</table>")
-    for stage, data in rec.get("stages", {}).items():
-        # A system prompt is shared by every case of a stage and language: shown once at
-        # the end of the report (up to MAX_SYSTEM_PROMPTS distinct ones), linked from here.
-        system = data["system"]
-        anchor = systems.get(system)
-        if anchor is None and len(systems) < MAX_SYSTEM_PROMPTS:
-            anchor = systems[system] = f"system-{len(systems) + 1}"
-        shown = (
-            f'(system prompt: <a href="#{anchor}">{anchor}</a>)\n\n'
-            if anchor
-            else _esc(system) + "\n\n---\n\n"
-        )
-        parts.append(
-            f"<h4>{_esc(stage)}: prompt ({_esc(data['template'])})</h4><pre>{shown}"
-            f"{_esc(data['user'])}</pre><h4>{_esc(stage)}: raw answer"
-            f"{' (cached)' if data.get('cached') else ''}</h4>"
-            f"<pre>{_esc(data.get('raw', ''))}</pre>"
-        )
-        if data.get("parse_error"):
-            parts.append(f"<p class=bad>parse error: {_esc(data['parse_error'])}</p>")
-    parts.append(f"<h4>Operations</h4><pre>{_esc(rec['operations'])}</pre>")
-    if rec.get("guard_events"):
-        parts.append(f"<p>guard events: <code>{_esc(rec['guard_events'])}</code></p>")
-    parts.append(f"<h4>Store after</h4><pre>{_esc(rec['store_after'])}</pre></details>")
-    return "".join(parts)
-
 
 def html_report(
     summary: dict[str, Any],
     manifest: dict[str, Any],
     plots: dict[str, bytes],
-    drilldown: str,
+    drilldown: dict[str, Any],
 ) -> str:
-    m = summary["metrics"]
-    out = [
-        "<!doctype html><meta charset=utf-8><title>hy_eval report</title>",
-        f"<style>{_CSS}</style>",
-        f"<h1>{_esc(summary['suite'])}: {_esc(summary['provider'])}:{_esc(summary['model'])}, "
-        f"variant {_esc(summary['variant'])}</h1>",
-        f"<p>{summary['cases']} cases, {summary['passed']} passed. Dataset "
-        f"<code>{_esc(summary['dataset_hash'][:12])}</code>, commit "
-        f"<code>{_esc(str(manifest['git'].get('commit'))[:12])}</code>"
-        f"{' (dirty)' if manifest['git'].get('dirty') else ''}.</p>",
-        "<table><tr><th>metric</th><th>value [95% CI]</th><th>n</th></tr>",
-    ]
-    for name in METRICS:
-        out.append(f"<tr><td>{name}</td><td>{_fmt(m[name])}</td><td>{m[name]['n']}</td></tr>")
-    out.append("</table>")
-    cut = truncation_line(summary)
-    if cut:
-        out.append(f"<p>{_esc(cut)}</p>")
-    for name, data in plots.items():
-        b64 = base64.b64encode(data).decode()
-        out.append(f'<p><img alt="{_esc(name)}" src="data:image/png;base64,{b64}"></p>')
-    out.append("<h2>By language, rule and tag</h2>")
-    for key in ("lang", "rule", "tag"):
-        out.append(
-            f"<h3>{key}</h3><table><tr><th>{key}</th><th>cases</th><th>case_pass</th>"
-            "<th>attribution_accuracy</th><th>misattribution_rate</th></tr>"
-        )
-        for value, e in sorted(summary["breakdown"][key].items()):
-            out.append(
-                f"<tr><td>{_esc(value)}</td><td>{e['cases']}</td><td>{_fmt(e['case_pass'])}"
-                f"</td><td>{_fmt(e['attribution_accuracy'])}</td>"
-                f"<td>{_fmt(e['misattribution_rate'])}</td></tr>"
-            )
-        out.append("</table>")
-    out.append(
-        "<h2>Cases</h2><p>Failed cases first; click a case for its conversation, "
-        "prompts, raw answers, facts with their gold match and verdicts.</p>"
-    )
-    out.append(drilldown)
-    return "\n".join(out)
+    """``report.html``, rendered from ``templates/report.html.j2`` (``_pages.py``)."""
+    return report_page(summary, manifest, plots, drilldown, truncation_line(summary))

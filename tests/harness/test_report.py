@@ -18,8 +18,8 @@ def record(i, passed):
     }
 
 
-def shown_ids(html):
-    return [part.split('"')[1] for part in html.split("<details id=")[1:]]
+def shown_ids(drilldown):
+    return [c["id"] for c in drilldown["cases"]]
 
 
 def test_drilldown_is_failed_first_and_capped(tmp_path, monkeypatch):
@@ -28,10 +28,10 @@ def test_drilldown_is_failed_first_and_capped(tmp_path, monkeypatch):
     verdicts = [True, True, False, True, False, True, True]
     path.write_text("".join(json.dumps(record(i, v)) + "\n" for i, v in enumerate(verdicts)))
     scan = _report._Scan(path, None)
-    html = scan.drilldown()
-    assert shown_ids(html) == ["c2", "c4", "c0"]  # both failures, then the first pass
-    assert len(scan.html[False]) + len(scan.html[True]) <= 3
-    assert "Only the first 3 cases are shown" in html
+    drilldown = scan.drilldown()
+    assert shown_ids(drilldown) == ["c2", "c4", "c0"]  # both failures, then the first pass
+    assert len(scan.entries[False]) + len(scan.entries[True]) <= 3
+    assert drilldown["shown"] == 7  # the page says only 3 of 7 are shown
 
 
 def test_drilldown_with_more_failures_than_the_cap(tmp_path, monkeypatch):
@@ -46,8 +46,8 @@ def test_drilldown_without_cap_shows_everything_failed_first(tmp_path):
     path = tmp_path / "cases.jsonl"
     verdicts = [True, False, True]
     path.write_text("".join(json.dumps(record(i, v)) + "\n" for i, v in enumerate(verdicts)))
-    html = _report._Scan(path, None).drilldown()
-    assert shown_ids(html) == ["c1", "c0", "c2"] and "Only the first" not in html
+    drilldown = _report._Scan(path, None).drilldown()
+    assert shown_ids(drilldown) == ["c1", "c0", "c2"] and drilldown["shown"] == 3
 
 
 def ok_record(i, system):
@@ -73,14 +73,15 @@ def ok_record(i, system):
     }
 
 
-def test_each_system_prompt_is_shown_once_and_linked(tmp_path):
+def test_each_system_prompt_is_kept_once_and_referenced(tmp_path):
     path = tmp_path / "cases.jsonl"
     systems = ["SYSTEM <A>", "SYSTEM <B>", "SYSTEM <A>", "SYSTEM <A>"]
     path.write_text("".join(json.dumps(ok_record(i, s)) + "\n" for i, s in enumerate(systems)))
-    html = _report._Scan(path, None).drilldown()
-    assert html.count("SYSTEM &lt;A&gt;") == 1 and html.count("SYSTEM &lt;B&gt;") == 1
-    assert html.count('href="#system-1"') == 3 and html.count('href="#system-2"') == 1
-    assert all(f"USER PART {i}" in html for i in range(4))
+    drilldown = _report._Scan(path, None).drilldown()
+    assert drilldown["systems"] == ["SYSTEM <A>", "SYSTEM <B>"]
+    stages = [c["stages"]["extract"] for c in drilldown["cases"]]
+    assert [s["system"] for s in stages] == [0, 1, 0, 0]
+    assert [s["user"] for s in stages] == [f"USER PART {i}" for i in range(4)]
 
 
 def scored_record(i, repeat=0):

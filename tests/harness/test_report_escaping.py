@@ -1,10 +1,13 @@
 """Reports are shared as CI artifacts: text from datasets, models and the command line is
-always escaped in report.html and report.md (issue 14, item 1; E7)."""
+always escaped in report.html and report.md (issue 14, item 1; E7). Since issue 21 the page
+is rendered from Jinja templates with autoescaping and carries the cases as JSON in one
+script block, which the browser tests (tests/harness/test_pages_browser.py) show as text."""
 
 import json
 import re
 from html.parser import HTMLParser
 
+from hy_eval.harness._pages import script_json
 from hy_eval.harness._report import markdown_report, write_reports
 
 from .test_report import ok_record
@@ -12,14 +15,55 @@ from .test_report import ok_record
 XSS = '<img src=x onerror="document.title=1">'
 
 
+#: Every element the report template writes itself (issue 21); nothing else may appear.
+PAGE_TAGS = {
+    "html",
+    "head",
+    "meta",
+    "title",
+    "style",
+    "body",
+    "header",
+    "h1",
+    "h2",
+    "h3",
+    "p",
+    "code",
+    "nav",
+    "a",
+    "main",
+    "section",
+    "table",
+    "thead",
+    "tbody",
+    "tr",
+    "th",
+    "td",
+    "div",
+    "span",
+    "i",
+    "img",
+    "script",
+}
+
+
 class _Tags(HTMLParser):
     def __init__(self):
         super().__init__()
-        self.tags, self.handlers = [], []
+        self.tags, self.handlers, self.scripts = [], [], []
 
     def handle_starttag(self, tag, attrs):
         self.tags.append(tag)
         self.handlers.extend(k for k, _ in attrs if k.startswith("on"))
+        if tag == "script":
+            self.scripts.append(dict(attrs))
+
+
+def embedded_data(page):
+    """The JSON of the page's data block (the only script that holds data)."""
+    start = page.index('<script type="application/json" id="hy-data">')
+    start = page.index(">", start) + 1
+    return json.loads(page[start : page.index("</script>", start)])
 
 
 def hostile_record():
@@ -50,11 +94,27 @@ def test_tags_and_every_record_field_are_escaped_in_html(tmp_path):
     page = (tmp_path / "report.html").read_text(encoding="utf-8")
     parser = _Tags()
     parser.feed(page)
-    assert parser.handlers == [] and "b" not in parser.tags and "i" not in parser.tags
-    assert "u" not in parser.tags
-    assert parser.tags.count("details") == 1 and parser.tags.count("img") == 3  # the plots
-    assert "#&lt;img src=x onerror=&quot;document.title=1&quot;&gt;" in page
+    assert parser.handlers == [] and set(parser.tags) <= PAGE_TAGS
+    assert "b" not in parser.tags and "u" not in parser.tags and "details" not in parser.tags
+    assert parser.tags.count("img") == 3  # the plots
+    # Two scripts: the data block and the page's own code (no src, nothing from the data).
+    assert parser.scripts == [{"type": "application/json", "id": "hy-data"}, {}]
+    # The tag, escaped by the template in the tag breakdown, and whole in the data.
+    assert "<td>&lt;img src=x onerror=&#34;document.title=1&#34;&gt;</td>" in page
+    data = embedded_data(page)
+    assert data["cases"][0]["tags"] == [XSS, "</details></summary>", "a|b|c"]
+    assert data["cases"][0]["stages"]["<u>extract</u>"]["user"] == "USER PART 0"
     assert "overflow-wrap:anywhere" in page  # a 48,000 px word wraps
+
+
+def test_script_json_cannot_end_its_script_block():
+    """issue 21: ``</script>``, ``<!--``, ``&`` and U+2028/2029 in data are escaped, and the
+    text parses back to the same value."""
+    value = {"a</script><script>alert(1)</script>": ["<!--", "&amp;", "\u2028\u2029", "中文"]}
+    text = str(script_json(value))
+    assert not set("<>&\u2028\u2029") & set(text)
+    assert "\\u003c/script\\u003e" in text and "中文" in text
+    assert json.loads(text) == value
 
 
 def test_markdown_escapes_tags_model_and_variant(tmp_path):

@@ -13,6 +13,7 @@ from hy_eval.harness._reuse import lines_digest
 from hy_eval.llm.loopback import Reply
 
 from .scripted_suite import SuiteModel, perfect_extraction
+from .test_report_escaping import embedded_data
 from .test_run import config as run_config
 from .test_run import write_suite
 
@@ -51,7 +52,10 @@ def test_second_run_reuses_every_record_and_the_report(tmp_path):
     for name in ("metrics.png", "confusion.png", "rules.png"):
         assert (second_dir / name).read_bytes() == (first_dir / name).read_bytes()
     html = (second_dir / "report.html").read_text(encoding="utf-8")
-    assert html.count("<details") == 6
+    # The reused report's page holds every case (issue 21: as data for the page's script).
+    first_page = (first_dir / "report.html").read_text(encoding="utf-8")
+    assert len(embedded_data(html)["cases"]) == 6
+    assert embedded_data(html)["cases"] == embedded_data(first_page)["cases"]
     assert json.loads((second_dir / "summary.json").read_text())["calls"]["records_reused"] == 6
     from hy_eval.harness import terminal_summary
 
