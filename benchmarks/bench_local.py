@@ -5,6 +5,7 @@ ours (grammar checked on the argmax first), and the full suite's wall time.
     python benchmarks/bench_local.py            # tokens per second (about a minute)
     python benchmarks/bench_local.py suite      # + the full multi_speaker suite, uncached
     python benchmarks/bench_local.py batch      # batched decoding: cost and determinism
+    python benchmarks/bench_local.py bufts      # extra buffer types on vs off (issue 13)
 """
 
 from __future__ import annotations
@@ -202,7 +203,61 @@ def full_suite() -> None:
     )
 
 
+def extra_bufts() -> None:
+    """What loading without llama.cpp's extra buffer types (issue 13: the AMX repack
+    segfaults on some Xeons) costs on this CPU: one real extraction request of the suite,
+    answered greedily under the extraction schema, with the weights repacked (the
+    library's default) and without (what the local provider does). Each prompt is
+    evaluated once before timing; the answers are compared too."""
+    import llama_cpp
+
+    from hy_eval.llm._llama_worker import fast_grammar_class
+    from hy_eval.llm._local import LocalProvider
+    from hy_eval.memory._extract import EXTRACTION_SCHEMA
+
+    path = str(LocalProvider().path)
+    fast = fast_grammar_class(llama_cpp)
+    library = llama_cpp.Llama
+
+    class Repacked(fast):  # type: ignore[misc, valid-type]
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            library.__init__(self, *args, **kwargs)  # the library's default parameters
+
+    messages = _real_extraction_messages()
+    kwargs = {
+        "messages": messages,
+        "max_tokens": 300,
+        "temperature": 0.0,
+        "response_format": {"type": "json_object", "schema": EXTRACTION_SCHEMA},
+    }
+    rates, texts, prompt_rates = {}, {}, {}
+    for label, cls in (("extra buffer types on", Repacked), ("extra buffer types off", fast)):
+        llm = cls(model_path=path, n_ctx=8192, n_threads=2, verbose=False)
+        started = time.perf_counter()
+        r = llm.create_chat_completion(messages=messages, max_tokens=1)  # the cold prompt
+        secs = time.perf_counter() - started
+        n = r["usage"]["prompt_tokens"]
+        prompt_rates[label] = n / secs
+        print(f"{label + ', prompt':<36}{n:>6} tokens{secs:>8.2f} s{n / secs:>8.1f} tok/s")
+        started = time.perf_counter()
+        r = llm.create_chat_completion(**kwargs)
+        secs = time.perf_counter() - started
+        n = r["usage"]["completion_tokens"]
+        rates[label], texts[label] = n / secs, r["choices"][0]["message"]["content"]
+        print(f"{label + ', generation':<36}{n:>6} tokens{secs:>8.2f} s{n / secs:>8.1f} tok/s")
+        llm.close()
+    same = texts["extra buffer types on"] == texts["extra buffer types off"]
+    print(f"same answer: {same}")
+    ratio = rates["extra buffer types off"] / rates["extra buffer types on"]
+    print(f"RATIO generation speed, extra buffer types off / on = {ratio:.2f}")
+    ratio = prompt_rates["extra buffer types off"] / prompt_rates["extra buffer types on"]
+    print(f"RATIO prompt speed, extra buffer types off / on = {ratio:.2f}")
+
+
 if __name__ == "__main__":
+    if sys.argv[1:] == ["bufts"]:
+        extra_bufts()
+        sys.exit()
     if sys.argv[1:] == ["batch"]:
         batched_decoding()
         sys.exit()
