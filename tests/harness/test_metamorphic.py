@@ -6,7 +6,7 @@ exactly the expected consistency drop."""
 import json
 
 from hy_eval.cli import main
-from hy_eval.harness import RunConfig, load_suite
+from hy_eval.harness import load_suite
 from hy_eval.harness._metamorphic import (
     changed_checks,
     consistency,
@@ -16,6 +16,7 @@ from hy_eval.harness._metamorphic import (
 from hy_eval.harness._perturb import Skip, perturb
 
 from .scripted_suite import SuiteModel, model_args, perfect_extraction
+from .test_run import config as run_config
 
 USERS = ["Tim", "Lena", "Dana", "Ines", "Priya", "Ava", "Raj", "Omar"]
 OTHERS = ["John", "Rachel", "Marco", "Kenji", "Sofia", "Felix", "Nadia", "Carl"]
@@ -51,20 +52,7 @@ def write_suite(folder):
 
 
 def config(server, tmp_path, suite_dir, **kw):
-    base = dict(
-        suite=str(suite_dir),
-        provider="openai",
-        model="scripted",
-        base_url=server.openai_url,
-        api_key="sk-dummy",
-        cache_mode="off",
-        out=str(tmp_path / "run"),
-        progress=False,
-        concurrency=4,
-        retries=1,
-    )
-    base.update(kw)
-    return RunConfig(**base)
+    return run_config(server, tmp_path, suite=str(suite_dir), concurrency=4, **kw)
 
 
 def wrong_for(case, bad):

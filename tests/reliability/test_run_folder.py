@@ -58,22 +58,27 @@ def ids_of(run_dir):
 # -- item 4: one run per folder ---------------------------------------------------------
 
 
-def test_a_folder_locked_by_another_process_is_refused(tmp_path, capsys):
-    """Issue 14 item 4: the second run on one --out gets exit 2 and one clear line."""
-    suite = write_suite(tmp_path / "toy", 3)
-    out = tmp_path / "run"
-    out.mkdir()
-    holder = subprocess.Popen(
+def hold_lock(path):
+    """Another process holding the run folder's lock, as a running run would."""
+    return subprocess.Popen(
         [
             sys.executable,
             "-c",
             "import fcntl, os, sys, time; fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT); "
             "fcntl.flock(fd, fcntl.LOCK_EX); print('locked', flush=True); time.sleep(60)",
-            str(out / LOCK_NAME),
+            str(path),
         ],
         stdout=subprocess.PIPE,
         text=True,
     )
+
+
+def test_a_folder_locked_by_another_process_is_refused(tmp_path, capsys):
+    """Issue 14 item 4: the second run on one --out gets exit 2 and one clear line."""
+    suite = write_suite(tmp_path / "toy", 3)
+    out = tmp_path / "run"
+    out.mkdir()
+    holder = hold_lock(out / LOCK_NAME)
     try:
         assert holder.stdout.readline().strip() == "locked"
         with SuiteModel(suite.cases) as model:
@@ -95,17 +100,7 @@ def test_a_killed_run_leaves_no_stale_lock(tmp_path):
     suite = write_suite(tmp_path / "toy", 3)
     out = tmp_path / "run"
     out.mkdir()
-    holder = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "import fcntl, os, sys, time; fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT); "
-            "fcntl.flock(fd, fcntl.LOCK_EX); print('locked', flush=True); time.sleep(60)",
-            str(out / LOCK_NAME),
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
+    holder = hold_lock(out / LOCK_NAME)
     assert holder.stdout.readline().strip() == "locked"
     holder.kill()
     holder.wait()
