@@ -506,20 +506,16 @@ class Runner:
                 else:
                     if self._plotter is None:
                         self._plotter = PlotWorker.start()
-                    try:
-                        record = await run_case(
-                            suite.parse_case(ref, text),
-                            llm,
-                            prompts,
-                            prices,
-                            self.config.guard,
-                            repeat=repeat,
-                            temperature=self.config.temperature,
-                            store=store,
-                        )
-                    except ModelProcessDied as exc:
-                        exc.case_id = ref.id if repeat == 0 else f"{ref.id} repeat {repeat}"
-                        raise
+                    record = await run_case(
+                        suite.parse_case(ref, text),
+                        llm,
+                        prompts,
+                        prices,
+                        self.config.guard,
+                        repeat=repeat,
+                        temperature=self.config.temperature,
+                        store=store,
+                    )
                     store.clear()
                     # Redacted once, before the line reaches cases.jsonl and the cache.
                     line = redact(json.dumps(record, ensure_ascii=False)) + "\n"
@@ -676,6 +672,9 @@ async def run_case(
     except ProviderError as exc:
         outcome.error = f"{exc.kind}: {exc}"
         record.update(status="error", error=outcome.error)
+    except ModelProcessDied as exc:
+        exc.case_id = label  # the run's failure; its message names the case it was on
+        raise
     except (CacheMiss, RunStopped):  # the run's failures, not this case's
         raise
     except Exception as exc:
