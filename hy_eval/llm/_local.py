@@ -162,7 +162,7 @@ class LocalProvider:
             "extra_bufts": False,
         }
 
-    def _complete_sync(self, request: Request) -> Completion:
+    def _complete_sync(self, process: _ModelProcess, request: Request) -> Completion:
         payload: dict[str, Any] = {
             "messages": [dict(m) for m in request.messages],
             "temperature": request.temperature,
@@ -170,7 +170,7 @@ class LocalProvider:
             "seed": request.seed,
             "schema": dict(request.json_schema) if request.json_schema is not None else None,
         }
-        reply = model_process(self.path, self.n_ctx).call(payload)
+        reply = process.call(payload)
         if "error" in reply:  # e.g. a prompt longer than the context window
             raise ProviderError("bad_request", f"local: {reply.get('message', '')}")
         return Completion(
@@ -181,9 +181,9 @@ class LocalProvider:
         )
 
     async def complete(self, request: Request, timeout: float) -> Completion:
-        executor = model_process(self.path, self.n_ctx).executor
+        process = model_process(self.path, self.n_ctx)
         return await asyncio.get_running_loop().run_in_executor(
-            executor, self._complete_sync, request
+            process.executor, self._complete_sync, process, request
         )
 
     async def aclose(self) -> None:
