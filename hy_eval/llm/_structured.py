@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -254,6 +255,7 @@ class ModeMemory:
             "probed": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(f"{self.FILE_NAME}.{os.getpid()}.tmp")
+        # One temporary file per writer: runs in threads of one process share a pid.
+        tmp = self.path.with_name(f"{self.FILE_NAME}.{os.getpid()}.{threading.get_ident()}.tmp")
         tmp.write_text(redact(json.dumps(data, ensure_ascii=False, indent=1)) + "\n", "utf-8")
         os.replace(tmp, self.path)

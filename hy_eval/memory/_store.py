@@ -218,7 +218,7 @@ class MemoryStore:
         self.db.execute("PRAGMA busy_timeout = 30000")
         self.db.execute("PRAGMA foreign_keys = ON")
         if self.path != ":memory:":
-            self.db.execute("PRAGMA journal_mode = WAL")
+            self._set_wal()
             self._migrate()
         else:
             # The harness makes one in-memory store per case: copy a migrated template
@@ -228,6 +228,20 @@ class MemoryStore:
                 template.backup(self.db)
 
     # -- schema ------------------------------------------------------------------------
+
+    def _set_wal(self) -> None:
+        """WAL mode. Setting it skips SQLite's busy handler, so a connection opened while
+        another one migrates the same file gets "database is locked" at once: retried
+        here for as long as the busy timeout (30 s)."""
+        deadline = time.monotonic() + 30.0
+        while True:
+            try:
+                self.db.execute("PRAGMA journal_mode = WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
 
     def _fresh_memory_db(self) -> sqlite3.Connection:
         self.path = ":memory:"
