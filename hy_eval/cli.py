@@ -19,12 +19,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-EXIT_OK = 0
-EXIT_GATE = 1
-EXIT_USAGE = 2
-EXIT_PROVIDER = 3
-EXIT_CACHE_MISS = 4
-EXIT_INTERRUPTED = 130
+from hy_eval._exitcodes import ExitCode
+
+EXIT_OK = ExitCode.OK
+EXIT_GATE = ExitCode.GATE
+EXIT_USAGE = ExitCode.USAGE
+EXIT_PROVIDER = ExitCode.PROVIDER
+EXIT_CACHE_MISS = ExitCode.CACHE_MISS
+EXIT_INTERRUPTED = ExitCode.INTERRUPTED
 
 
 class UserError(Exception):

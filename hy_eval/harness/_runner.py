@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hy_eval._exitcodes import ExitCode
 from hy_eval._redact import redact, redact_tree
 from hy_eval.conversation import normalise_messages, render_conversation
 from hy_eval.harness._dataset import (
@@ -79,7 +80,7 @@ PACKAGES = (
 class RunError(Exception):
     """A run that cannot start or go on; ``exit_code`` is the CLI's."""
 
-    def __init__(self, message: str, exit_code: int = 2) -> None:
+    def __init__(self, message: str, exit_code: int = ExitCode.USAGE) -> None:
         super().__init__(message)
         self.exit_code = exit_code
 
@@ -425,7 +426,7 @@ class Runner:
                 raise RunError(
                     f"{exc.describe()}; {kept} case{'' if kept == 1 else 's'} kept in {records}"
                     + (resume if exc.resumable else ""),
-                    exit_code=3,
+                    exit_code=ExitCode.PROVIDER,
                 ) from None
             wall = time.perf_counter() - started
             stats = {**llm.stats.as_dict(), "records_reused": self.records_reused}
@@ -453,7 +454,7 @@ class Runner:
             if self._plotter is not None:
                 self._plotter.close()
         if miss is not None:
-            raise RunError(str(miss), exit_code=4)
+            raise RunError(str(miss), exit_code=ExitCode.CACHE_MISS)
         manifest["finished"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
         _write_json(run_dir / "manifest.json", manifest)
         error_rate = summary["metrics"]["error_rate"]["value"] or 0.0

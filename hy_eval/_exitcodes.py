@@ -1,0 +1,22 @@
+"""The process exit codes of every command (README, docs/ci.md), shared by CLI and harness."""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    """What a ``hy-eval`` / ``run_eval.py`` process returns."""
+
+    #: Success.
+    OK = 0
+    #: A gate failed (regression, threshold, consistency) or a history suite case failed.
+    GATE = 1
+    #: Usage, configuration or input error: one line on stderr, never a traceback.
+    USAGE = 2
+    #: Provider errors above the tolerance, or the model stopped the run.
+    PROVIDER = 3
+    #: A cache miss in replay-only mode.
+    CACHE_MISS = 4
+    #: Interrupted (SIGINT).
+    INTERRUPTED = 130
