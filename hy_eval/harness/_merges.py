@@ -14,12 +14,17 @@ every untouched memory of a case whose ``expect.measures_merge`` is true:
     against the case's speakers, ``target_subject``), is the user, the assistant or a
     named speaker, and every gold fact that returned it has another subject (a gold fact
     of the same subject could rightly change it: use ``expect.operations`` then).
+
+And for every memory ``expect.operations`` expects to change: some gold fact of the
+memory's own subject returns it (else the reconcile step never sees it and no answer can
+meet the expectation).
 """
 
 from __future__ import annotations
 
 import inspect
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from hy_eval.conversation import normalise_messages, render_conversation
 from hy_eval.harness._dataset import Case, Suite
@@ -53,10 +58,24 @@ def _gold_subject(subject: str) -> Subject:
     return Subject("named", subject)
 
 
-def merge_problems(case: Case) -> list[str]:
-    """``field: message`` for each untouched memory that cannot measure a merge."""
-    if not case.expect.measures_merge or not case.expect.untouched:
-        return []
+@dataclass(frozen=True)
+class Retrieval:
+    """What the store search finds for a case's gold facts: for each existing memory id,
+    the gold facts (by index) whose queries return it, and its subject as the guard reads
+    it."""
+
+    found_by: dict[str, list[int]]
+    subjects: dict[str, Subject]
+
+    def measures_merge(self, case: Case, memory_id: str) -> bool:
+        """Returned for some gold fact, a speaker's subject, and every gold fact returning
+        it has another subject: a wrong answer could merge it across subjects."""
+        return not list(_untouched_problems(case, memory_id, self))
+
+
+def retrieval(case: Case) -> Retrieval:
+    """Seed a store with the case's history and existing memories as the runner does, and
+    search it for every gold fact as the pipeline does."""
     store = MemoryStore()
     try:
         ids: dict[str, int] = {}
@@ -66,26 +85,51 @@ def merge_problems(case: Case) -> list[str]:
                 store.add_l1_raw(case.user_id, text)
             for mem in case.existing:
                 ids[mem.id] = store.insert(case.user_id, mem.text, mem.owner, "seed")
-        found_by: dict[int, list[int]] = {}
+        by_db: dict[int, list[int]] = {}
         for g, gold in enumerate(case.expect.facts):
             for query in gold_queries(case, gold):
                 for hit in store.search(query, case.user_id, TOP_K):
-                    if g not in found_by.setdefault(hit.id, []):
-                        found_by[hit.id].append(g)
+                    if g not in by_db.setdefault(hit.id, []):
+                        by_db[hit.id].append(g)
         stored = store.subjects(list(ids.values()))
     finally:
         store.close()
-    texts = {m.id: m.text for m in case.existing}
+    return Retrieval(
+        {mid: by_db.get(db, []) for mid, db in ids.items()},
+        {m.id: target_subject(m.text, stored.get(ids[m.id]), case.speakers) for m in case.existing},
+    )
+
+
+def merge_problems(case: Case) -> list[str]:
+    """``field: message`` for each untouched memory that cannot measure a merge (when the
+    case measures merges) and each memory expected to change that no gold fact of its own
+    subject finds (the reconcile step would never see it)."""
+    changing = [m for m in case.expect.operations if case.expect.expected_ops(m) != ("NONE",)]
+    untouched = case.expect.untouched if case.expect.measures_merge else []
+    if not changing and not untouched:
+        return []
+    found = retrieval(case)
     problems: list[str] = []
-    for mid in case.expect.untouched:
-        golds = found_by.get(ids[mid], [])
-        subject = target_subject(texts[mid], stored.get(ids[mid]), case.speakers)
-        problems += _problems(case, mid, golds, subject)
+    for mid in untouched:
+        problems += _untouched_problems(case, mid, found)
+    for mid in changing:
+        subject = found.subjects[mid]
+        own = [
+            g
+            for g in found.found_by[mid]
+            if same_subject(_gold_subject(case.expect.facts[g].subject), subject)
+        ]
+        if not own:
+            problems.append(
+                f"expect.operations: {mid} ({subject.key}) is not returned by the store search "
+                "for any gold fact of its subject, so reconcile cannot change it"
+            )
     return problems
 
 
-def _problems(case: Case, mid: str, golds: list[int], subject: Subject) -> Iterable[str]:
+def _untouched_problems(case: Case, mid: str, found: Retrieval) -> Iterable[str]:
     where = f"expect.untouched: {mid}"
+    golds, subject = found.found_by[mid], found.subjects[mid]
     if not golds:
         yield (
             f"{where} is not returned by the store search for any gold fact (share content "

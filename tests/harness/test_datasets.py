@@ -338,3 +338,30 @@ def test_validate_merges_flag_reports_file_and_line(tmp_path, capsys):
     assert main(["datasets", "validate", "--merges", str(f)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"{f}:2: expect.untouched: m1 is not returned")
+
+
+def test_merge_check_finds_expected_operations_no_fact_can_reach():
+    from hy_eval.harness import Case
+    from hy_eval.harness._merges import merge_problems
+
+    data = _merge_case(
+        [
+            {"id": "m1", "text": "The user lives in Leeds."},
+            {"id": "m2", "text": "The user plays the violin."},
+        ],
+        [
+            {
+                "subject": "user",
+                "owner": "user",
+                "keywords": ["York"],
+                "text": "The user moved from Leeds to York.",
+            }
+        ],
+        [],
+        operations={"m1": "SUPERSEDE", "m2": "UPDATE"},
+    )
+    problems = merge_problems(Case.model_validate(data))
+    assert problems == [
+        "expect.operations: m2 (user) is not returned by the store search for any gold fact "
+        "of its subject, so reconcile cannot change it"
+    ]
