@@ -8,11 +8,11 @@ with nothing to check for a metric (denominator 0) does not move it.
 
 from __future__ import annotations
 
-import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
 from hy_eval.harness._dataset import Case
+from hy_eval.harness._keywords import contains_all, contains_any, fold
 from hy_eval.memory import Speakers, Subject, same_subject, subject_of
 
 #: Metrics where higher is better; the others are rates where lower is better.
@@ -22,6 +22,7 @@ ACCURACY_METRICS = (
     "attribution_accuracy",
     "owner_accuracy",
     "profile_name_accuracy",
+    "operation_accuracy",
 )
 VIOLATION_METRICS = (
     "misattribution_rate",
@@ -36,16 +37,6 @@ VIOLATION_METRICS = (
 )
 METRICS = ACCURACY_METRICS + VIOLATION_METRICS
 SUBJECT_KINDS = ("user", "named", "assistant", "other", "unknown", "missing")
-
-
-def fold(text: str) -> str:
-    """The form keyword matching works on: NFKC, case-folded, whitespace collapsed."""
-    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
-
-
-def contains_all(text: str, keywords: list[str]) -> bool:
-    t = fold(text)
-    return all(fold(k) in t for k in keywords)
 
 
 def gold_subject(subject: str) -> Subject:
@@ -98,14 +89,15 @@ class CaseScore:
         }
 
 
-def _match(case: Case, facts: list[dict[str, str]], speakers: Speakers) -> list[dict[str, Any]]:
+def _match(
+    case: Case, facts: list[dict[str, str]], subjects: list[Subject]
+) -> list[dict[str, Any]]:
     """One-to-one matching of gold facts to predicted facts containing all their keywords.
 
     Three passes over the gold facts: first each takes an unused predicted fact with the
     right subject and owner, then one with the right subject, then any. So a predicted
     fact goes to the gold fact it is right for, whatever the order of the gold facts.
     """
-    subjects = [subject_of(f["text"], speakers) for f in facts]
     golds = case.expect.facts
     chosen: list[int | None] = [None] * len(golds)
     used: set[int] = set()
@@ -174,7 +166,138 @@ def _cross_subject(
     return bad, undecided
 
 
+#: What one part of the scoring adds: counts per metric and check rows.
+_Part = tuple[dict[str, tuple[int, int]], list[dict[str, Any]]]
+
+
+def _score_facts(
+    case: Case, facts: list[dict[str, str]], subjects: list[Subject]
+) -> tuple[dict[str, tuple[int, int]], list[dict[str, Any]], list[tuple[str, str]]]:
+    rows = _match(case, facts, subjects)
+    matched = [r for r in rows if r["matched"] is not None]
+    counts = {
+        "fact_recall": (len(matched), len(rows)),
+        "attribution_accuracy": (sum(r["subject_ok"] for r in matched), len(matched)),
+        "owner_accuracy": (sum(r["owner_ok"] for r in matched), len(matched)),
+    }
+    checks = [
+        {
+            "check": "fact",
+            "ok": r["matched"] is not None and r["subject_ok"] and r["owner_ok"],
+            "detail": r,
+        }
+        for r in rows
+    ]
+    confusion = [
+        (
+            str(gold_subject(r["gold_subject"]).kind),
+            "missing" if r["matched"] is None else r["predicted_subject"].split(":")[0],
+        )
+        for r in rows
+    ]
+    user_facts = [s for s in subjects if s.kind == "user"]
+    counts["noncanonical_subject_rate"] = (sum(s.by_name for s in user_facts), len(user_facts))
+    return counts, checks, confusion
+
+
+def _score_absent(case: Case, facts: list[dict[str, str]], subjects: list[Subject]) -> _Part:
+    checks = []
+    for check in case.expect.absent:
+        hits = [
+            f["text"]
+            for f, s in zip(facts, subjects, strict=True)
+            if subject_right(check.subject, s)
+            and contains_all(f["text"], check.keywords)
+            and not contains_any(f["text"], check.without)
+        ]
+        detail: dict[str, Any] = {"subject": check.subject, "keywords": check.keywords}
+        if check.without:
+            detail["without"] = check.without
+        checks.append({"check": "absent", "ok": not hits, "detail": {**detail, "found": hits}})
+    violated = sum(not ch["ok"] for ch in checks)
+    return {"misattribution_rate": (violated, len(checks))}, checks
+
+
+def _score_reconcile(case: Case, outcome: Outcome, texts_before: dict[int, str]) -> _Part:
+    if not outcome.reconcile_ran:
+        return {}, []
+    facts, speakers = outcome.facts, case.speakers
+    raw_bad, raw_undecided = _cross_subject(outcome.raw_ops, facts, texts_before, speakers)
+    applied_bad, _ = _cross_subject(outcome.applied_ops, facts, texts_before, speakers)
+    counts = {
+        "merge_violation_rate_raw": (len(raw_bad), len(outcome.raw_ops)),
+        "merge_violation_rate_applied": (len(applied_bad), len(outcome.applied_ops)),
+        "fallback_rate": (1 if outcome.fallback else 0, 1),
+    }
+    detail = {
+        "raw": raw_bad,
+        "applied": applied_bad,
+        "raw_undecided": raw_undecided,
+        "fallback": outcome.fallback,
+    }
+    return counts, [{"check": "merge", "ok": not applied_bad, "detail": detail}]
+
+
+def _score_untouched(case: Case, outcome: Outcome, texts_before: dict[int, str]) -> _Part:
+    bad = []
+    for mid in case.expect.untouched:
+        db_id = outcome.existing_ids.get(mid)
+        after = outcome.memories_after.get(db_id) if db_id is not None else None
+        before = texts_before.get(db_id) if db_id is not None else None
+        if after is None or after["text"] != before or after["status"] != "active":
+            bad.append(mid)
+    checks = [{"check": "untouched", "ok": not bad, "detail": bad}] if case.expect.untouched else []
+    return {"untouched_violation_rate": (len(bad), len(case.expect.untouched))}, checks
+
+
+def operations_on(ops: list[dict[str, Any]], db_id: int | None) -> set[str]:
+    """The kinds of changing operation among ``ops`` that target ``db_id``."""
+    return {
+        op["op"]
+        for op in ops
+        if op["op"] in ("UPDATE", "DELETE", "SUPERSEDE") and db_id in op["targets"]
+    }
+
+
+def _score_operations(case: Case, outcome: Outcome) -> _Part:
+    """Each ``expect.operations`` entry against the operations applied after the guard:
+    UPDATE/DELETE/SUPERSEDE is met when an operation of that kind targets the memory
+    (any one of a list), NONE when no changing operation does."""
+    rows: list[dict[str, Any]] = []
+    met = 0
+    for mid in case.expect.operations:
+        wanted = case.expect.expected_ops(mid)
+        got = operations_on(outcome.applied_ops, outcome.existing_ids.get(mid))
+        ok = not got if wanted == ("NONE",) else bool(got & set(wanted))
+        met += ok
+        rows.append({"memory": mid, "expected": list(wanted), "applied": sorted(got), "ok": ok})
+    if not rows:
+        return {}, []
+    return {"operation_accuracy": (met, len(rows))}, [
+        {"check": "operations", "ok": met == len(rows), "detail": rows}
+    ]
+
+
+def _score_profile(case: Case, outcome: Outcome) -> _Part:
+    profile = case.expect.profile
+    if profile is None:
+        return {}, []
+    counts: dict[str, tuple[int, int]] = {}
+    checks: list[dict[str, Any]] = []
+    if profile.name is not None:
+        ok = outcome.profile.get("name") == profile.name
+        counts["profile_name_accuracy"] = (int(ok), 1)
+        checks.append({"check": "profile_name", "ok": ok, "detail": outcome.profile.get("name")})
+    values = fold(" ".join(str(v) for v in outcome.profile.values()))
+    leaks = [a for a in profile.absent if fold(a) in values]
+    counts["profile_leak_rate"] = (len(leaks), len(profile.absent))
+    if profile.absent:
+        checks.append({"check": "profile_absent", "ok": not leaks, "detail": leaks})
+    return counts, checks
+
+
 def score_case(case: Case, outcome: Outcome) -> CaseScore:
+    """Every metric's (numerator, denominator) and every check of one case."""
     c: dict[str, tuple[int, int]] = {m: (0, 0) for m in METRICS}
     c["error_rate"] = (1 if outcome.error else 0, 1)
     if outcome.error:
@@ -182,94 +305,22 @@ def score_case(case: Case, outcome: Outcome) -> CaseScore:
         return CaseScore(
             c, False, [], [{"check": "error", "ok": False, "detail": outcome.error}], []
         )
-
-    speakers = case.speakers
     facts = outcome.facts
-    checks: list[dict[str, Any]] = []
-    rows = _match(case, facts, speakers)
-    matched = [r for r in rows if r["matched"] is not None]
-    c["fact_recall"] = (len(matched), len(rows))
-    c["attribution_accuracy"] = (sum(r["subject_ok"] for r in matched), len(matched))
-    c["owner_accuracy"] = (sum(r["owner_ok"] for r in matched), len(matched))
-    for r in rows:
-        ok = r["matched"] is not None and r["subject_ok"] and r["owner_ok"]
-        checks.append({"check": "fact", "ok": ok, "detail": r})
-    confusion: list[tuple[str, str]] = [
-        (
-            str(gold_subject(r["gold_subject"]).kind),
-            "missing" if r["matched"] is None else r["predicted_subject"].split(":")[0],
-        )
-        for r in rows
-    ]
-
-    subjects = [subject_of(f["text"], speakers) for f in facts]
-    violated = 0
-    for check in case.expect.absent:
-        hits = [
-            f["text"]
-            for f, s in zip(facts, subjects, strict=True)
-            if subject_right(check.subject, s) and contains_all(f["text"], check.keywords)
-        ]
-        violated += bool(hits)
-        checks.append(
-            {
-                "check": "absent",
-                "ok": not hits,
-                "detail": {"subject": check.subject, "keywords": check.keywords, "found": hits},
-            }
-        )
-    c["misattribution_rate"] = (violated, len(case.expect.absent))
-
-    user_facts = [s for s in subjects if s.kind == "user"]
-    c["noncanonical_subject_rate"] = (sum(s.by_name for s in user_facts), len(user_facts))
-
+    subjects = [subject_of(f["text"], case.speakers) for f in facts]
+    counts, checks, confusion = _score_facts(case, facts, subjects)
+    c.update(counts)
     texts_before = {
         outcome.existing_ids[m.id]: m.text for m in case.existing if m.id in outcome.existing_ids
     }
-    if outcome.reconcile_ran:
-        raw_bad, raw_undecided = _cross_subject(outcome.raw_ops, facts, texts_before, speakers)
-        applied_bad, _ = _cross_subject(outcome.applied_ops, facts, texts_before, speakers)
-        c["merge_violation_rate_raw"] = (len(raw_bad), len(outcome.raw_ops))
-        c["merge_violation_rate_applied"] = (len(applied_bad), len(outcome.applied_ops))
-        c["fallback_rate"] = (1 if outcome.fallback else 0, 1)
-        checks.append(
-            {
-                "check": "merge",
-                "ok": not applied_bad,
-                "detail": {
-                    "raw": raw_bad,
-                    "applied": applied_bad,
-                    "raw_undecided": raw_undecided,
-                    "fallback": outcome.fallback,
-                },
-            }
-        )
-
-    untouched_bad = []
-    for mid in case.expect.untouched:
-        db_id = outcome.existing_ids.get(mid)
-        after = outcome.memories_after.get(db_id) if db_id is not None else None
-        before = texts_before.get(db_id) if db_id is not None else None
-        if after is None or after["text"] != before or after["status"] != "active":
-            untouched_bad.append(mid)
-    c["untouched_violation_rate"] = (len(untouched_bad), len(case.expect.untouched))
-    if case.expect.untouched:
-        checks.append({"check": "untouched", "ok": not untouched_bad, "detail": untouched_bad})
-
-    profile = case.expect.profile
-    if profile is not None:
-        if profile.name is not None:
-            ok = outcome.profile.get("name") == profile.name
-            c["profile_name_accuracy"] = (int(ok), 1)
-            checks.append(
-                {"check": "profile_name", "ok": ok, "detail": outcome.profile.get("name")}
-            )
-        values = fold(" ".join(str(v) for v in outcome.profile.values()))
-        leaks = [a for a in profile.absent if fold(a) in values]
-        c["profile_leak_rate"] = (len(leaks), len(profile.absent))
-        if profile.absent:
-            checks.append({"check": "profile_absent", "ok": not leaks, "detail": leaks})
-
+    for part_counts, part_checks in (
+        _score_absent(case, facts, subjects),
+        _score_reconcile(case, outcome, texts_before),
+        _score_untouched(case, outcome, texts_before),
+        _score_operations(case, outcome),
+        _score_profile(case, outcome),
+    ):
+        c.update(part_counts)
+        checks += part_checks
     c["parse_failure_rate"] = (int(outcome.parse_failed), 1)
     if outcome.parse_failed:
         checks.append({"check": "parse", "ok": False, "detail": "a model answer could not be used"})

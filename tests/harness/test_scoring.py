@@ -158,3 +158,60 @@ def test_ratio_of_sums_and_empty():
     r = ratio_with_ci([1, 0, 3], [2, 0, 4])
     assert r["value"] == pytest.approx(4 / 6) and r["n"] == 2
     assert ratio_with_ci([0], [0])["value"] is None
+
+
+OPS_CASE = Case.model_validate(
+    {
+        "id": "ops",
+        "lang": "en",
+        "rules": ["R1"],
+        "existing": [
+            {"id": "m1", "text": "The user lives in Leeds."},
+            {"id": "m2", "text": "The user likes tea."},
+            {"id": "m3", "text": "The user plays chess."},
+        ],
+        "messages": [{"role": "user", "name": "Tim", "content": "I moved to York."}],
+        "expect": {
+            "facts": [{"subject": "user", "owner": "user", "keywords": ["York"]}],
+            "operations": {"m1": ["SUPERSEDE", "UPDATE"], "m2": "NONE", "m3": "DELETE"},
+        },
+    }
+)
+
+
+@pytest.mark.parametrize(
+    "applied, met",
+    [
+        ([{"op": "SUPERSEDE", "fact": 0, "targets": [1]}], 2),  # m1 and m2; m3 not deleted
+        ([{"op": "UPDATE", "fact": 0, "targets": [1, 3]}], 2),  # UPDATE targets m3, no DELETE
+        ([{"op": "DELETE", "fact": 0, "targets": [3]}], 2),  # m1 kept: SUPERSEDE/UPDATE unmet
+        ([{"op": "UPDATE", "fact": 0, "targets": [2]}], 0),  # m2 changed, m1 and m3 not
+        ([{"op": "ADD", "fact": 0, "targets": []}], 1),
+        (
+            [
+                {"op": "SUPERSEDE", "fact": 0, "targets": [1]},
+                {"op": "DELETE", "fact": 1, "targets": [3]},
+            ],
+            3,
+        ),
+    ],
+)
+def test_operation_accuracy(applied, met):
+    out = Outcome(
+        facts=[{"text": "The user lives in York.", "owner": "user"}] * 2,
+        applied_ops=applied,
+        raw_ops=applied,
+        reconcile_ran=True,
+        existing_ids={"m1": 1, "m2": 2, "m3": 3},
+    )
+    score = score_case(OPS_CASE, out)
+    assert score.counts["operation_accuracy"] == (met, 3)
+    [check] = [c for c in score.checks if c["check"] == "operations"]
+    assert check["ok"] == (met == 3)
+    assert score.passed is False or met == 3
+
+
+def test_no_operations_expected_counts_nothing():
+    s = score_case(CASE, outcome([("John is a nurse in Berlin.", "user")]))
+    assert s.counts["operation_accuracy"] == (0, 0)
+    assert not [c for c in s.checks if c["check"] == "operations"]
