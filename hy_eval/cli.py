@@ -635,6 +635,10 @@ def cmd_datasets_validate(args: argparse.Namespace) -> int:
         else:
             langs = {lang: sum(c.lang == lang for c in suite.cases) for lang in ("en", "zh")}
             print(f"{suite.name}: {len(suite.cases)} cases ok ({langs['en']} en, {langs['zh']} zh)")
+            if args.merges and suite.kind == "memory":
+                from hy_eval.harness._merges import check_suite_merges
+
+                problems.extend(check_suite_merges(suite))
     for line in problems:
         print(line, file=sys.stderr)
     return EXIT_USAGE if problems else EXIT_OK
@@ -779,6 +783,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p = datasets.add_parser("validate", help="report every problem as file:line: field: message")
     p.add_argument("target", nargs="?", help="suite name, folder or .jsonl file (default: all)")
+    p.add_argument(
+        "--merges",
+        action="store_true",
+        help="also check that every untouched memory can catch a cross-subject merge",
+    )
     p.set_defaults(func=cmd_datasets_validate)
 
     memory = sub.add_parser("memory", help="try the memory pipeline by hand").add_subparsers(

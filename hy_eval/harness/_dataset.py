@@ -13,10 +13,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from hy_eval._json import JsonTextError, loads_untrusted
-from hy_eval.conversation import MessageError, normalise_messages, resolve_user_name
+from hy_eval.conversation import ChatMessage, MessageError, normalise_messages, resolve_user_name
+from hy_eval.harness._expect import ExistingMemory, Expect, check_expect_ids
 from hy_eval.memory import Speakers
 from hy_eval.memory._names import normalise_text
 
@@ -36,43 +45,6 @@ _ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,80}$")
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class GoldFact(_Strict):
-    subject: str = Field(description='"user", "assistant" or the name of a named speaker')
-    owner: Literal["user", "agent"]
-    text: str | None = Field(default=None, description="a reference wording, for reports only")
-    keywords: list[str] = Field(min_length=1, description="all must occur in a matching fact")
-
-    @field_validator("keywords")
-    @classmethod
-    def _no_blank(cls, v: list[str]) -> list[str]:
-        if any(not k.strip() for k in v):
-            raise ValueError("keywords must not be blank")
-        return v
-
-
-class AbsentCheck(_Strict):
-    subject: str
-    keywords: list[str] = Field(min_length=1)
-
-
-class ProfileExpect(_Strict):
-    name: str | None = None
-    absent: list[str] = Field(default_factory=list)
-
-
-class ExistingMemory(_Strict):
-    id: str
-    text: str = Field(min_length=1)
-    owner: Literal["user", "agent"] = "user"
-
-
-class Expect(_Strict):
-    facts: list[GoldFact] = Field(default_factory=list)
-    absent: list[AbsentCheck] = Field(default_factory=list)
-    profile: ProfileExpect | None = None
-    untouched: list[str] = Field(default_factory=list)
 
 
 class Case(_Strict):
@@ -107,6 +79,12 @@ class Case(_Strict):
             raise ValueError(f"unknown rule id(s) {', '.join(unknown)}")
         return v
 
+    #: Computed once at validation: the normalised messages and the people with their
+    #: aliases (scoring, the guard and the runner read them from here).
+    _normalised: tuple[ChatMessage, ...] = PrivateAttr(default=())
+    _speakers: Speakers = PrivateAttr(default_factory=Speakers)
+    _named: tuple[str, ...] = PrivateAttr(default=())
+
     @model_validator(mode="after")
     def _consistent(self) -> Case:
         try:
@@ -128,14 +106,12 @@ class Case(_Strict):
                     f"expect.{kind}.{i}.subject: unknown subject {subject!r} "
                     f"(use user, assistant or a speaker: {', '.join(sorted(names)) or 'none'})"
                 )
-        _check_aliases(self.aliases, resolve_user_name(msgs).name, names)
+        user = resolve_user_name(msgs).name
+        _check_aliases(self.aliases, user, names)
         ids = [m.id for m in self.existing]
         if len(ids) != len(set(ids)):
             raise ValueError("existing: duplicate memory ids")
-        missing = [u for u in self.expect.untouched if u not in ids]
-        if missing:
-            raise ValueError(f"expect.untouched: unknown memory id(s) {', '.join(missing)}")
-        user = resolve_user_name(msgs).name
+        check_expect_ids(self.expect, ids)
         if (
             self.expect.profile
             and self.expect.profile.name
@@ -145,22 +121,29 @@ class Case(_Strict):
             raise ValueError(
                 f"expect.profile.name: {self.expect.profile.name!r} is not the user's name {user!r}"
             )
+        named: list[str] = []
+        for m in msgs:
+            if m.is_named_human and m.name and m.name not in named:
+                named.append(m.name)
+        self._normalised = tuple(msgs)
+        self._named = tuple(named)
+        self._speakers = Speakers.of(user, named, self.aliases)
         return self
+
+    @property
+    def normalised(self) -> list[ChatMessage]:
+        """The case's messages, normalised (with its system prompt)."""
+        return list(self._normalised)
 
     @property
     def speakers(self) -> Speakers:
         """The case's people with their aliases, as scoring and the guard read them."""
-        msgs = normalise_messages(self.messages, system=self.system)
-        return Speakers.of(resolve_user_name(msgs).name, self.named_speakers, self.aliases)
+        return self._speakers
 
     @property
     def named_speakers(self) -> list[str]:
-        msgs = normalise_messages(self.messages, system=self.system)
-        out: list[str] = []
-        for m in msgs:
-            if m.is_named_human and m.name and m.name not in out:
-                out.append(m.name)
-        return out
+        """The named humans, in order of their first message."""
+        return list(self._named)
 
 
 def _check_aliases(aliases: dict[str, list[str]], user: str | None, names: set[str]) -> None:

@@ -28,6 +28,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from hy_eval.harness._dataset import Case, CaseRef, Suite
+from hy_eval.harness._keywords import contains_all, contains_any, members
 
 #: The name bank: (name, another form of it for aliases), by kind. Latin names go into
 #: Chinese cases too (a Latin name inside Chinese text); common-word names are words as
@@ -258,9 +259,14 @@ def swap_perspective(case: Case, seed: int = 0) -> Result:
         item["subject"] = who(item["subject"])
     if exp.get("profile") is not None:
         a_facts = [f for f in exp["facts"] if f["subject"] == user]
-        b_text = " ".join(k for f in exp["facts"] if f["subject"] == "user" for k in f["keywords"])
+        b_text = " ".join(
+            k for f in exp["facts"] if f["subject"] == "user" for k in members(f["keywords"])
+        )
         absent = [
-            k for f in a_facts for k in f["keywords"] if k.casefold() not in b_text.casefold()
+            k
+            for f in a_facts
+            for k in members(f["keywords"])
+            if k.casefold() not in b_text.casefold()
         ]
         exp["profile"] = {"name": b, "absent": list(dict.fromkeys(absent))}
     new = _validated(data)
@@ -397,9 +403,7 @@ def _movable_blocks(case: Case) -> list[list[int]]:
         own = {msgs[i]["name"]: _text_of(msgs[i]).casefold() for i in run}
         joined = " ".join(own.values())
         if all(
-            subject not in own
-            or all(k.casefold() in own[subject] for k in kws)
-            or not any(k.casefold() in joined for k in kws)
+            subject not in own or contains_all(own[subject], kws) or not contains_any(joined, kws)
             for subject, kws in checks
         ):
             sound.append(run)

@@ -8,11 +8,11 @@ with nothing to check for a metric (denominator 0) does not move it.
 
 from __future__ import annotations
 
-import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
 from hy_eval.harness._dataset import Case
+from hy_eval.harness._keywords import contains_all, contains_any, fold
 from hy_eval.memory import Speakers, Subject, same_subject, subject_of
 
 #: Metrics where higher is better; the others are rates where lower is better.
@@ -36,16 +36,6 @@ VIOLATION_METRICS = (
 )
 METRICS = ACCURACY_METRICS + VIOLATION_METRICS
 SUBJECT_KINDS = ("user", "named", "assistant", "other", "unknown", "missing")
-
-
-def fold(text: str) -> str:
-    """The form keyword matching works on: NFKC, case-folded, whitespace collapsed."""
-    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
-
-
-def contains_all(text: str, keywords: list[str]) -> bool:
-    t = fold(text)
-    return all(fold(k) in t for k in keywords)
 
 
 def gold_subject(subject: str) -> Subject:
@@ -208,14 +198,21 @@ def score_case(case: Case, outcome: Outcome) -> CaseScore:
         hits = [
             f["text"]
             for f, s in zip(facts, subjects, strict=True)
-            if subject_right(check.subject, s) and contains_all(f["text"], check.keywords)
+            if subject_right(check.subject, s)
+            and contains_all(f["text"], check.keywords)
+            and not contains_any(f["text"], check.without)
         ]
         violated += bool(hits)
         checks.append(
             {
                 "check": "absent",
                 "ok": not hits,
-                "detail": {"subject": check.subject, "keywords": check.keywords, "found": hits},
+                "detail": {
+                    "subject": check.subject,
+                    "keywords": check.keywords,
+                    **({"without": check.without} if check.without else {}),
+                    "found": hits,
+                },
             }
         )
     c["misattribution_rate"] = (violated, len(case.expect.absent))

@@ -1,5 +1,10 @@
 """A scripted model for whole suites: for each case, answers built from its gold labels
-(optionally with planted mistakes), served by the loopback server in the OpenAI format."""
+(optionally with planted mistakes), served by the loopback server in the OpenAI format.
+
+Extraction answers write each gold fact as its subject followed by its keywords (a
+group's first member); reconcile answers apply the case's ``expect.operations`` (as
+``oracle.plan_operations`` plans them) to the memories the prompt shows, and ADD the
+rest."""
 
 import json
 import re
@@ -7,10 +12,20 @@ import re
 from hy_eval.conversation import normalise_messages, render_conversation
 from hy_eval.llm.loopback import LoopbackServer, Reply, openai_completion
 
+from .oracle import plan_operations
+
 PREFIX = {
     "en": {"user": "The user", "assistant": "The assistant"},
     "zh": {"user": "用户", "assistant": "助手"},
 }
+
+
+def _memories_part(prompt):
+    """The existing memories block of a reconcile prompt (either language)."""
+    for start, end in (("Existing memories:", "New facts:"), ("已有记忆：", "新事实：")):
+        if start in prompt:
+            return prompt.split(start)[-1].split(end)[0]
+    return ""
 
 
 def model_args(server):
@@ -20,7 +35,8 @@ def model_args(server):
 
 def gold_text(case, subject, keywords):
     prefix = PREFIX[case.lang].get(subject, subject)
-    return f"{prefix} {' '.join(keywords)}."
+    words = [(k if isinstance(k, str) else k[0]).removeprefix("=") for k in keywords]
+    return f"{prefix} {' '.join(words)}."
 
 
 def perfect_extraction(case):
@@ -40,6 +56,7 @@ class SuiteModel:
 
     def __init__(self, cases, extraction=None, reconcile=None):
         self.by_text = {}
+        self.cases = {c.id: c for c in cases}
         for case in cases:
             rendered = render_conversation(normalise_messages(case.messages, system=case.system))
             self.by_text[rendered] = case.id
@@ -64,16 +81,33 @@ class SuiteModel:
                 re.M,
             )
             case_id = self.case_for_reconcile(prompt)
-            default = {
-                "operations": [
-                    {"op": "ADD", "fact": int(i), "target_ids": [], "text": ""} for i in facts
-                ]
-            }
-            item = self.reconcile.get(case_id, default)
+            if case_id in self.reconcile:
+                item = self.reconcile[case_id]
+            else:
+                item = self.expected_answer(case_id, prompt, facts)
         if isinstance(item, Reply):
             return item
         text = item if isinstance(item, str) else json.dumps(item, ensure_ascii=False)
         return Reply(body=openai_completion(text))
+
+    def expected_answer(self, case_id, prompt, facts):
+        """ADD for every fact, but the operations the case expects on shown memories."""
+        ops = {int(i): ("ADD", []) for i in facts}
+        case = self.cases.get(case_id)
+        if case is not None:
+            found = re.findall(r"^(m\d+): (.*)$", _memories_part(prompt), re.M)
+            shown = {text: short for short, text in found}
+            texts = {m.id: m.text for m in case.existing}
+            for fact, op, mids in plan_operations(case):
+                targets = [shown.get(texts[m]) for m in mids]
+                if fact in ops and all(targets):
+                    ops[fact] = (op, targets)
+        return {
+            "operations": [
+                {"op": op, "fact": i, "target_ids": targets, "text": ""}
+                for i, (op, targets) in ops.items()
+            ]
+        }
 
     def case_for_reconcile(self, prompt):
         # Reconcile prompts carry facts, not the conversation: match the extraction answer.

@@ -72,7 +72,7 @@ BAD_LINES = [
     ),
     (
         variant(expect__facts=[{"subject": "John", "owner": "user", "keywords": [" "]}]),
-        "expect.facts.0.keywords: keywords must not be blank",
+        "expect.facts.0.keywords.0: keywords must not be blank",
     ),
     (
         variant(expect__facts=[{"subject": "Mary", "owner": "user", "keywords": ["x"]}]),
@@ -104,6 +104,64 @@ BAD_LINES = [
         "expect.profile.absent: Input should be a valid list",
     ),
     ("{" + '"id": "' + "x" * 200_001 + '"}', "line: longer than 200000 bytes"),
+    # The v2 forms (issue 18): groups, whole-word keywords, without, operations.
+    (
+        variant(expect__facts=[{"subject": "John", "owner": "user", "keywords": ["a", []]}]),
+        "expect.facts.0.keywords.1: an any-of group must not be empty",
+    ),
+    (
+        variant(expect__facts=[{"subject": "John", "owner": "user", "keywords": [["a", " "]]}]),
+        "expect.facts.0.keywords.0: keywords must not be blank",
+    ),
+    (
+        variant(expect__facts=[{"subject": "John", "owner": "user", "keywords": ["="]}]),
+        "expect.facts.0.keywords.0: '=' must be followed by a word",
+    ),
+    (
+        variant(expect__facts=[{"subject": "John", "owner": "user", "keywords": ["=护士"]}]),
+        "expect.facts.0.keywords.0: '=护士': whole-word keywords are for Latin text",
+    ),
+    (
+        variant(expect__facts=[{"subject": "John", "owner": "user", "keywords": [[["a"]]]}]),
+        "expect.facts.0.keywords.0: a keyword must be a string or a list of strings",
+    ),
+    (
+        variant(expect__absent=[{"subject": "user", "keywords": ["a"], "without": [[]]}]),
+        "expect.absent.0.without.0: an any-of group must not be empty",
+    ),
+    (
+        variant(expect__absent=[{"subject": "user", "keywords": ["a"], "without": "Theo"}]),
+        "expect.absent.0.without: Input should be a valid list",
+    ),
+    (
+        variant(existing=[{"id": "m1", "text": "a"}], expect__operations={"m2": "UPDATE"}),
+        "expect.operations: unknown memory id(s) m2",
+    ),
+    (
+        variant(
+            existing=[{"id": "m1", "text": "a"}],
+            expect__operations={"m1": "NONE"},
+            expect__untouched=["m1"],
+        ),
+        "expect.operations: m1 also in expect.untouched",
+    ),
+    (
+        variant(existing=[{"id": "m1", "text": "a"}], expect__operations={"m1": "ADD"}),
+        "expect.operations.m1: 'ADD' is not one of UPDATE, DELETE, SUPERSEDE, NONE",
+    ),
+    (
+        variant(existing=[{"id": "m1", "text": "a"}], expect__operations={"m1": []}),
+        "expect.operations.m1: give an operation or a non-empty list of them",
+    ),
+    (
+        variant(
+            existing=[{"id": "m1", "text": "a"}],
+            expect__facts=[],
+            expect__operations={"m1": "DELETE"},
+        ),
+        "expect.operations: m1 must change but the case has no gold fact",
+    ),
+    (variant(expect__measures_merge="no"), "expect.measures_merge: Input should be a valid bool"),
 ]
 
 
@@ -201,3 +259,82 @@ def test_filter():
 def test_history_suite_passes(capsys):
     assert main(["run", "--suite", "history"]) == 0
     assert "history: 40/40 cases pass" in capsys.readouterr().out
+
+
+def _merge_case(existing, facts, untouched, **expect):
+    case = json.loads(GOOD_LINE)
+    case["existing"] = existing
+    case["expect"] = {"facts": facts, "untouched": untouched, **expect}
+    return case
+
+
+MERGE_CASES = [
+    # The classic: John drinks black coffee too; the user's memory must stay as it is.
+    (
+        _merge_case(
+            [{"id": "m1", "text": "The user drinks black coffee every morning."}],
+            [{"subject": "John", "owner": "user", "keywords": ["black coffee"]}],
+            ["m1"],
+        ),
+        [],
+    ),
+    (
+        _merge_case(
+            [{"id": "m1", "text": "The user plays the violin."}],
+            [{"subject": "John", "owner": "user", "keywords": ["nurse"]}],
+            ["m1"],
+        ),
+        ["expect.untouched: m1 is not returned by the store search for any gold fact"],
+    ),
+    (
+        _merge_case(
+            [{"id": "m1", "text": "The user plays the violin."}],
+            [{"subject": "John", "owner": "user", "keywords": ["nurse"]}],
+            ["m1"],
+            measures_merge=False,
+        ),
+        [],
+    ),
+    (
+        _merge_case(
+            [{"id": "m1", "text": "Mallory drinks black coffee every morning."}],
+            [{"subject": "John", "owner": "user", "keywords": ["black coffee"]}],
+            ["m1"],
+        ),
+        ["expect.untouched: m1 has subject other:mallory, not a speaker of the case"],
+    ),
+    (
+        _merge_case(
+            [{"id": "m1", "text": "The user drinks black coffee every morning."}],
+            [
+                {"subject": "John", "owner": "user", "keywords": ["black coffee"]},
+                {"subject": "user", "owner": "user", "keywords": ["black coffee", "decaf"]},
+            ],
+            ["m1"],
+        ),
+        ["expect.untouched: m1 (user) is returned for gold fact(s) 1 of the same subject"],
+    ),
+]
+
+
+@pytest.mark.parametrize("data, expected", MERGE_CASES)
+def test_merge_check(data, expected):
+    from hy_eval.harness import Case
+    from hy_eval.harness._merges import merge_problems
+
+    got = merge_problems(Case.model_validate(data))
+    assert len(got) == len(expected), got
+    for line, start in zip(got, expected, strict=True):
+        assert line.startswith(start), line
+
+
+def test_validate_merges_flag_reports_file_and_line(tmp_path, capsys):
+    f = tmp_path / "s.jsonl"
+    f.write_text(
+        json.dumps(MERGE_CASES[0][0]) + "\n" + json.dumps({**MERGE_CASES[1][0], "id": "x-2"}) + "\n"
+    )
+    assert main(["datasets", "validate", str(f)]) == 0
+    capsys.readouterr()
+    assert main(["datasets", "validate", "--merges", str(f)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"{f}:2: expect.untouched: m1 is not returned")

@@ -6,12 +6,19 @@ alias, full-width letters, a possessive, a quote) fails here."""
 
 import pytest
 
-from hy_eval.harness import load_suite, score_case
+from hy_eval.harness import Case, load_suite, score_case
 from hy_eval.harness._dataset import DATASETS_DIR
 from hy_eval.harness._history import check_history_case
 from hy_eval.harness._scoring import ACCURACY_METRICS, METRICS, VIOLATION_METRICS
 
-from .oracle import SUBJECT_WORDS, TEMPLATES, oracle_outcome, passes, score_oracle
+from .oracle import (
+    SUBJECT_WORDS,
+    TEMPLATES,
+    oracle_outcome,
+    passes,
+    render_keywords,
+    score_oracle,
+)
 
 SUITES = sorted(p.name for p in DATASETS_DIR.iterdir() if p.is_dir() and any(p.glob("*.jsonl")))
 
@@ -43,10 +50,14 @@ def test_templates_cover_the_forms_the_issue_names():
     assert TEMPLATES["zh"]["no_space"]("John", ["护士"]) == "John提到了护士。"
 
 
-def _violating_sentences(case, template):
+def _violating_sentences(case, template, variant):
     words = SUBJECT_WORDS[case.lang]
     return [
-        {"text": TEMPLATES[case.lang][template](words.get(a.subject, a.subject), a.keywords)}
+        {
+            "text": TEMPLATES[case.lang][template](
+                words.get(a.subject, a.subject), render_keywords(a.keywords, case.lang, variant)
+            )
+        }
         for a in case.expect.absent
     ]
 
@@ -57,12 +68,14 @@ def test_absent_checks_fail_the_answers_they_exist_to_fail():
     cases = [c for c in load_suite("multi_speaker").cases if c.expect.absent]
     assert any(c.id == "ms-zh-0064" for c in cases)
     for case in cases:
-        for template, _ in passes(case):
-            outcome = oracle_outcome(case, template)
-            outcome.facts += [{**f, "owner": "user"} for f in _violating_sentences(case, template)]
+        for template, _, variant in passes(case):
+            outcome = oracle_outcome(case, template, variant=variant)
+            outcome.facts += [
+                {**f, "owner": "user"} for f in _violating_sentences(case, template, variant)
+            ]
             n = len(case.expect.absent)
             got = score_case(case, outcome).counts["misattribution_rate"]
-            assert got == (n, n), (case.id, template)
+            assert got == (n, n), (case.id, template, variant)
 
 
 def test_the_self_check_can_fail():
@@ -77,7 +90,49 @@ def test_the_self_check_can_fail():
         for f, gold in zip(outcome.facts, case.expect.facts, strict=True):
             if gold.subject not in ("user", "assistant"):
                 f["text"] = TEMPLATES[case.lang]["plain" if case.lang == "en" else "no_space"](
-                    SUBJECT_WORDS[case.lang]["user"], gold.keywords
+                    SUBJECT_WORDS[case.lang]["user"], render_keywords(gold.keywords, case.lang)
                 )
         num, den = score_case(case, outcome).counts["attribution_accuracy"]
         assert num < den, case.id
+
+
+V2_CASE = {
+    "id": "v2",
+    "lang": "en",
+    "rules": ["A6", "R1"],
+    "existing": [
+        {"id": "m1", "text": "The user lives in Leeds."},
+        {"id": "m2", "text": "The user drinks black coffee."},
+        {"id": "m3", "text": "John works as a nurse."},
+    ],
+    "messages": [
+        {"role": "user", "name": "Tim", "content": "I moved from Leeds to York, twelve years ago."},
+        {"role": "assistant", "name": "John", "content": "I code in Go now, in 上海."},
+    ],
+    "expect": {
+        "facts": [
+            {"subject": "user", "owner": "user", "keywords": ["York", "12"]},
+            {"subject": "John", "owner": "user", "keywords": ["=Go", ["上海", "Shanghai"]]},
+        ],
+        "absent": [{"subject": "user", "keywords": ["=Go"], "without": ["John"]}],
+        "operations": {"m1": ["SUPERSEDE", "UPDATE"], "m2": "NONE", "m3": "UPDATE"},
+    },
+}
+
+
+def test_the_oracle_writes_every_v2_form():
+    case = Case.model_validate(V2_CASE)
+    _, failures = score_oracle([case])
+    assert failures == []
+    texts = {
+        oracle_outcome(case, t, a, v).facts[1]["text"]
+        + oracle_outcome(case, t, a, v).facts[0]["text"]
+        for t, a, v in passes(case)
+    }
+    # Every member of the group and every form of the number is written by some pass.
+    for form in ("上海", "Shanghai", "12", "twelve", "十二"):
+        assert any(form in t for t in texts), form
+    assert not any("=" in t for t in texts)
+    # The operations: m1 superseded by the user's fact, m3 updated by John's, m2 kept.
+    plan = oracle_outcome(case, "plain").applied_ops
+    assert [(o["op"], o["targets"]) for o in plan] == [("SUPERSEDE", [1]), ("UPDATE", [3])]

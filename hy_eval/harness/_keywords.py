@@ -1,0 +1,250 @@
+"""Keyword matching for gold checks (issue 18; docs/datasets.md, "Keywords").
+
+A keyword item is a string or an any-of group (a list of strings: at least one must
+occur). Text and keywords are compared in a canonical form:
+
+- NFKC, case-folded, whitespace collapsed (``fold``);
+- numbers written as English words (``twelve``, ``twenty-one``, ``three hundred and
+  five``, 0 to 999,999) or Chinese numerals (``十二``, ``两``, ``一百二十``, ``一万五``,
+  ``二〇二四``; 0 to 99,999,999) read as their digits; ``1,000`` as ``1000``;
+- no whitespace between a digit and a letter (``3 pm`` is ``3pm``, ``12 years`` is
+  ``12years``).
+
+A keyword matches where its canonical form occurs in the text's, and a keyword that
+starts (ends) with a digit never matches right after (before) another digit: ``12``
+is not found in ``112`` or ``2012``.
+
+A keyword starting with ``=`` is a whole word: ``=Go`` matches ``Go`` with no Latin
+letter or digit on either side (``He codes in Go.``, ``用Go写``), not ``going``. It is
+compared on the folded text only (no number reading).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from functools import lru_cache
+from typing import Annotated
+
+from pydantic import BeforeValidator
+
+from hy_eval.conversation._render import is_cjk
+
+#: A keyword item: one string, or any-of group of strings.
+Keyword = str | list[str]
+
+# fmt: off
+_SMALL = (
+    "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+    "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen",
+    "eighteen", "nineteen",
+)
+# fmt: on
+_UNITS = {w: i for i, w in enumerate(_SMALL)}
+_TENS_WORDS = ("twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety")
+_TENS = {w: 10 * (i + 2) for i, w in enumerate(_TENS_WORDS)}
+_SCALES = {"hundred": 100, "thousand": 1000}
+_EN_WORD = "|".join(sorted([*_UNITS, *_TENS, *_SCALES], key=len, reverse=True))
+#: A run of English number words joined by spaces, hyphens or "and".
+_EN_RUN = re.compile(rf"\b(?:{_EN_WORD})(?:(?:[\s-]+|\s+and\s+)(?:{_EN_WORD}))*\b")
+
+_ZH_DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4}
+_ZH_DIGITS |= {"五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
+_ZH_UNITS = {"十": 10, "百": 100, "千": 1000}
+_ZH_RUN = re.compile("[零〇一二两三四五六七八九十百千万]+")
+
+_SPACE_DIGIT_LETTER = re.compile(r"(?<=\d) (?=[^\W\d_])|(?<=[^\W\d_]) (?=\d)")
+_THOUSANDS_COMMA = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
+
+
+def fold(text: str) -> str:
+    """NFKC, case-folded, whitespace collapsed."""
+    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+
+
+def _english_numbers(words: list[str]) -> list[int]:
+    """The numbers a run of English number words spells; a word that cannot continue
+    the number in progress starts a new one ("one two" is 1 and 2, not 3)."""
+    out: list[int] = []
+    total, current, last = 0, 0, ""
+
+    def flush() -> None:
+        nonlocal total, current, last
+        if last:
+            out.append(total + current)
+        total, current, last = 0, 0, ""
+
+    after_and = False
+    for w in words:
+        if w == "and":
+            after_and = True
+            continue
+        # "and" joins only a hundred or thousand to the rest ("one hundred and five");
+        # "twenty and three" is two numbers.
+        joinable = ("hundred", "thousand") if after_and else ("", "hundred", "thousand")
+        tens_then_unit = w in _UNITS and _UNITS[w] < 10 and last == "tens" and not after_and
+        after_and = False
+        if w in _UNITS:
+            if not (last in joinable or tens_then_unit):
+                flush()
+            current += _UNITS[w]
+            last = "teen" if _UNITS[w] >= 10 else "unit"
+        elif w in _TENS:
+            if last not in joinable:
+                flush()
+            current += _TENS[w]
+            last = "tens"
+        elif w == "hundred":
+            if last not in ("", "unit", "teen") or current >= 100:
+                flush()
+            current = (current or 1) * 100
+            last = "hundred"
+        else:  # thousand
+            if last == "thousand" or total:
+                flush()
+            total, current, last = (current or 1) * 1000, 0, "thousand"
+    flush()
+    return out
+
+
+def _english_to_digits(text: str) -> str:
+    def repl(m: re.Match[str]) -> str:
+        words = re.split(r"[\s-]+", m.group(0))
+        return " ".join(str(n) for n in _english_numbers(words))
+
+    return _EN_RUN.sub(repl, text)
+
+
+def _chinese_section(run: str) -> int:
+    """A numeral below 10,000: 十二, 一百零五, 两千, and the spoken 一百二 (120)."""
+    value, digit, unit = 0, None, 0
+    for ch in run:
+        if ch in _ZH_DIGITS:
+            digit = _ZH_DIGITS[ch]
+        else:
+            unit = _ZH_UNITS[ch]
+            value += (1 if digit is None else digit) * unit
+            digit = None
+    if digit is not None:
+        # A digit straight after 百/千 is the next place down (一百二 = 120).
+        value += digit * (unit // 10 if unit >= 100 and not run.endswith("零" + run[-1]) else 1)
+    return value
+
+
+def chinese_number(run: str) -> int:
+    """The value of a run of Chinese numeral characters (0 to 99,999,999). A run without
+    十/百/千/万 of two or more digits is read digit by digit (二〇二四 = 2024)."""
+    if len(run) > 1 and not any(ch in "十百千万" for ch in run):
+        return int("".join(str(_ZH_DIGITS[ch]) for ch in run))
+    high, _, low = run.rpartition("万")
+    value = 0
+    if "万" in run:
+        value = (chinese_number(high) if high else 1) * 10_000
+        if low and len(low) == 1 and low in _ZH_DIGITS and low not in "零〇":
+            return value + _ZH_DIGITS[low] * 1000  # 一万五 = 15,000
+    return value + (_chinese_section(low) if low else 0)
+
+
+def _chinese_to_digits(text: str) -> str:
+    return _ZH_RUN.sub(lambda m: str(chinese_number(m.group(0))), text)
+
+
+@lru_cache(maxsize=65536)
+def canonical(text: str) -> str:
+    """The form keywords and texts are compared in (see the module docstring)."""
+    t = _THOUSANDS_COMMA.sub("", fold(text))
+    t = _chinese_to_digits(_english_to_digits(t))
+    return _SPACE_DIGIT_LETTER.sub("", t)
+
+
+def _latin_word_char(ch: str) -> bool:
+    return ch.isalnum() and not is_cjk(ch)
+
+
+def _find_whole_word(text: str, word: str) -> bool:
+    start = text.find(word)
+    while start >= 0:
+        end = start + len(word)
+        before = start == 0 or not _latin_word_char(text[start - 1])
+        after = end == len(text) or not _latin_word_char(text[end])
+        if before and after:
+            return True
+        start = text.find(word, start + 1)
+    return False
+
+
+def _find_canonical(text: str, keyword: str) -> bool:
+    start = text.find(keyword)
+    while start >= 0:
+        end = start + len(keyword)
+        before = not keyword[0].isdigit() or start == 0 or not text[start - 1].isdigit()
+        after = not keyword[-1].isdigit() or end == len(text) or not text[end].isdigit()
+        if before and after:
+            return True
+        start = text.find(keyword, start + 1)
+    return False
+
+
+def matches(text: str, keyword: str) -> bool:
+    """Whether one keyword string occurs in ``text`` (module docstring for the rules)."""
+    if keyword.startswith("=") and len(keyword) > 1:
+        return _find_whole_word(fold(text), fold(keyword[1:]))
+    wanted = canonical(keyword)
+    return bool(wanted) and _find_canonical(canonical(text), wanted)
+
+
+def item_matches(text: str, item: Keyword) -> bool:
+    """A string keyword occurs, or at least one member of a group does."""
+    if isinstance(item, str):
+        return matches(text, item)
+    return any(matches(text, k) for k in item)
+
+
+def contains_all(text: str, keywords: list[Keyword]) -> bool:
+    return all(item_matches(text, k) for k in keywords)
+
+
+def contains_any(text: str, keywords: list[Keyword]) -> bool:
+    return any(item_matches(text, k) for k in keywords)
+
+
+def keyword_problem(item: object) -> str | None:
+    """Why a keyword item is malformed, or None: an empty group, a blank string, ``=``
+    with no word, or a whole-word keyword in Chinese text."""
+    members = item if isinstance(item, list) else [item]
+    if isinstance(item, list) and not item:
+        return "an any-of group must not be empty"
+    for k in members:
+        if not isinstance(k, str):
+            return "a keyword must be a string or a list of strings"
+        if not k.strip():
+            return "keywords must not be blank"
+        if k.startswith("=") and not k[1:].strip():
+            return "'=' must be followed by a word (=Go matches Go as a whole word)"
+        if k.startswith("=") and any(is_cjk(ch) for ch in k):
+            return f"{k!r}: whole-word keywords are for Latin text"
+    return None
+
+
+def _checked(item: object) -> object:
+    problem = keyword_problem(item)
+    if problem:
+        raise ValueError(problem)
+    return item
+
+
+#: A keyword item as a pydantic field type: malformed items are reported at their own
+#: position (``expect.facts.0.keywords.1: keywords must not be blank``).
+KeywordItem = Annotated[str | list[str], BeforeValidator(_checked)]
+
+
+def first_forms(items: list[Keyword]) -> list[str]:
+    """One string per item (a group's first member), without the ``=`` mark."""
+    return [(k if isinstance(k, str) else k[0]).removeprefix("=") for k in items]
+
+
+def members(items: list[Keyword]) -> list[str]:
+    """Every string of every item (groups flattened), without the ``=`` mark."""
+    return [
+        k.removeprefix("=") for item in items for k in ([item] if isinstance(item, str) else item)
+    ]
