@@ -235,7 +235,9 @@ def swap_perspective(case: Case, seed: int = 0) -> Result:
         return Skip("no named human to take the user's place")
     if case.existing:
         return Skip("existing memories are written from the user's side")
-    if any(isinstance(m, dict) and m.get("role") == "tool" for m in case.messages):
+    if any(isinstance(m, dict) and m.get("role") == "tool" for m in case.messages) or any(
+        _has_tool_blocks(m) for m in case.messages
+    ):
         return Skip("tool messages answer the user's side")
     b = _rng("swap_perspective", seed, case).choice(others)
 
@@ -276,6 +278,20 @@ def swap_perspective(case: Case, seed: int = 0) -> Result:
 
 
 # --- anthropic -------------------------------------------------------------------------
+
+
+_TOOL_BLOCKS = frozenset({"tool_use", "tool_result"})
+#: Block types only Anthropic's form has (OpenAI's parts are text, image_url, ...).
+_ANTHROPIC_BLOCKS = _TOOL_BLOCKS | {"thinking", "redacted_thinking", "image", "document"}
+
+
+def _has_tool_blocks(message: Any, kinds: frozenset[str] = _TOOL_BLOCKS) -> bool:
+    """A message in Anthropic form holding a block of one of ``kinds`` (by default a tool
+    call or a tool's result)."""
+    content = message.get("content") if isinstance(message, dict) else None
+    return isinstance(content, list) and any(
+        isinstance(part, dict) and part.get("type") in kinds for part in content
+    )
 
 
 def _blocks(content: Any) -> list[dict[str, Any]] | None:
@@ -327,9 +343,15 @@ def _to_anthropic(messages: list[Any]) -> list[dict[str, Any]] | str:
 
 
 def anthropic(case: Case, seed: int = 0) -> Result:
-    """The same conversation (and history) in Anthropic content-block form (M5)."""
+    """The same conversation (and history) in Anthropic content-block form (M5). A case
+    written in that form already (tool blocks, or nothing left to convert) is skipped: it
+    would be the same case."""
     del seed  # nothing is drawn
     data = case.model_dump(mode="json")
+    if any(
+        _has_tool_blocks(m, _ANTHROPIC_BLOCKS) for key in ("messages", "history") for m in data[key]
+    ):
+        return Skip("already in Anthropic form")
     for key in ("messages", "history"):
         if not data[key]:
             continue
@@ -337,6 +359,8 @@ def anthropic(case: Case, seed: int = 0) -> Result:
         if isinstance(converted, str):
             return Skip(f"{key}: {converted}")
         data[key] = converted
+    if data["messages"] == case.messages and data["history"] == case.history:
+        return Skip("already in Anthropic form")
     new = _validated(data)
     return new if isinstance(new, Skip) else Perturbed(new, {}, "Anthropic content blocks")
 

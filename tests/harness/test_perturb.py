@@ -21,7 +21,28 @@ from hy_eval.harness._scoring import ACCURACY_METRICS, METRICS
 from .oracle import score_oracle
 
 CASES = load_suite("multi_speaker").cases
-BY_ID = {c.id: c for c in CASES}
+
+# One case of known content for the tests that follow a rename or a swap by name (the
+# shipped cases change with the dataset).
+TIM_JOHN = Case.model_validate(
+    {
+        "id": "t-tim-john",
+        "lang": "en",
+        "rules": ["A2", "P2", "P3"],
+        "messages": [
+            {"role": "user", "name": "Tim", "content": "I just joined Stripe as a designer."},
+            {"role": "assistant", "name": "John", "content": "Nice! I still drive a tram."},
+        ],
+        "expect": {
+            "facts": [
+                {"subject": "user", "owner": "user", "keywords": ["Stripe"]},
+                {"subject": "John", "owner": "user", "keywords": ["tram"]},
+            ],
+            "absent": [{"subject": "user", "keywords": ["tram"]}],
+            "profile": {"name": "Tim", "absent": ["tram"]},
+        },
+    }
+)
 
 
 def _kept(name, seed):
@@ -61,7 +82,10 @@ def test_kept_and_skipped_cases_per_perturbation():
     # silently: kept + skipped is the suite.
     counts = {n: tuple(map(len, _kept(n, 0))) for n in PERTURBATIONS}
     assert all(k + s == len(CASES) for k, s in counts.values())
-    assert counts["anthropic"] == (len(CASES), 0)
+    # Only cases written in Anthropic form already are skipped by ``anthropic``.
+    _, skipped = _kept("anthropic", 0)
+    assert {s.reason for s in skipped} <= {"already in Anthropic form"}
+    assert counts["anthropic"][0] >= len(CASES) - 40
     assert counts["swap_perspective"][1] > 0 and counts["order"][0] >= 5
 
 
@@ -78,7 +102,7 @@ def test_rename_draws_every_kind_of_name():
 
 
 def test_rename_maps_gold_and_text_consistently():
-    p = perturb(BY_ID["ms-en-0001"], "rename", 0)
+    p = perturb(TIM_JOHN, "rename", 0)
     new_user = next(n for n, old in p.subjects.items() if old == "Tim")
     new_john = next(n for n, old in p.subjects.items() if old == "John")
     assert p.case.expect.profile.name == new_user
@@ -87,7 +111,7 @@ def test_rename_maps_gold_and_text_consistently():
 
 
 def test_swap_perspective_remaps_subjects_and_profile():
-    p = perturb(BY_ID["ms-en-0001"], "swap_perspective", 0)
+    p = perturb(TIM_JOHN, "swap_perspective", 0)
     assert [(m["role"], m["name"]) for m in p.case.messages] == [
         ("assistant", "Tim"),
         ("user", "John"),
@@ -113,17 +137,20 @@ def _render(case):
 def test_anthropic_form_renders_the_same_conversation():
     for case in CASES:
         p = perturb(case, "anthropic", 0)
+        if isinstance(p, Skip):
+            assert p.reason == "already in Anthropic form", case.id
+            continue
         assert all(isinstance(m["content"], list) for m in p.case.messages)
         assert _render(p.case) == _render(case), case.id
 
 
 def test_name_line_moves_the_name_into_the_text():
-    p = perturb(BY_ID["ms-en-0001"], "name_line", 0)
+    p = perturb(TIM_JOHN, "name_line", 0)
     assert "name" not in p.case.messages[0]
     assert p.case.messages[0]["content"].startswith("My name is Tim. ")
     assert not _render(p.case).startswith("The user's name is")
-    assert _render(BY_ID["ms-en-0001"]).startswith("The user's name is Tim")
-    assert p.case.expect == BY_ID["ms-en-0001"].expect
+    assert _render(TIM_JOHN).startswith("The user's name is Tim")
+    assert p.case.expect == TIM_JOHN.expect
 
 
 def _case(messages, facts):
