@@ -70,10 +70,16 @@ def match_fuzzy(
     *,
     ignore: Iterable[str] = (),
     threshold: float = FUZZY_THRESHOLD,
+    preference: Sequence[Sequence[int]] | None = None,
 ) -> list[FuzzyMatch]:
     """One :class:`FuzzyMatch` per gold fact, in gold order. ``keywords[g]`` are gold
     fact ``g``'s keywords (a predicted fact holding all of them is accepted whatever its
-    similarity); ``ignore`` lists the speakers' names and other subject words."""
+    similarity); ``ignore`` lists the speakers' names and other subject words.
+
+    ``preference[g][p]`` (a small integer, 0 by default) ranks accepted pairs above
+    similarity: the keyword scoring's order (2: right subject and owner, 1: right
+    subject, 0: neither) carries over that way. The number of pairs still comes first.
+    """
     skip = list(ignore)
     pred_features = [features(p, skip) for p in predicted]
     pred_negated = [is_negated(p) for p in predicted]
@@ -94,12 +100,20 @@ def match_fuzzy(
             row_reasons.append(reason)
         scores.append(row_scores)
         reasons.append(row_reasons)
-    # Every accepted pair outweighs any sum of similarities (each at most 1), so the
-    # assignment takes as many pairs as it can first, then the most similar ones.
-    bonus = min(len(gold), len(predicted)) + 1.0
+    # Units so that one more pair outweighs any sum of preferences and similarities, and
+    # one step of preference any sum of similarities (each at most 1): the assignment
+    # takes as many pairs as it can, then the preferred ones, then the most similar.
+    n = min(len(gold), len(predicted))
+    prefs = [list(r) for r in preference] if preference else [[0] * len(predicted) for _ in gold]
+    top = max((x for r in prefs for x in r), default=0)
+    pref_unit = n + 1.0
+    pair_unit = n * (top * pref_unit + 1.0) + 1.0
     weights = [
-        [bonus + s if r else 0.0 for s, r in zip(row_s, row_r, strict=True)]
-        for row_s, row_r in zip(scores, reasons, strict=True)
+        [
+            pair_unit + prefs[g][p] * pref_unit + scores[g][p] if reasons[g][p] else 0.0
+            for p in range(len(predicted))
+        ]
+        for g in range(len(gold))
     ]
     out = []
     for g, col in enumerate(max_weight_assignment(weights)):

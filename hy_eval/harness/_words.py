@@ -64,6 +64,10 @@ _NUMBER_WORDS.update(
     }
 )
 
+#: The subject placeholders of Chinese facts (as "user" and "assistant" are stop words):
+#: the subject is scored apart, so they are no content.
+ZH_SUBJECT_WORDS = ("用户", "助手")
+
 #: Chinese function characters a run is split at: they carry no content of their own.
 _HAN_STOPS = frozenset("的了是在也和与及就都而呢吗吧啊着过被把很")
 
@@ -99,10 +103,11 @@ def word_form(word: str) -> str:
 def features(text: str, ignore: Iterable[str] = ()) -> set[str]:
     """The content features of ``text``: Latin content words (``word_form``) and Chinese
     character bigrams. ``ignore`` lists strings that are no content here, such as the
-    speakers' names: Latin ones are dropped as words, Chinese ones cut out of the text."""
+    speakers' names: Latin ones are dropped as words, Chinese ones cut out of the text
+    (用户 and 助手 always are)."""
     folded = fold(text)
     skip_words: set[str] = set()
-    for item in ignore:
+    for item in (*ignore, *ZH_SUBJECT_WORDS):
         f = fold(item)
         if re.search(f"[{_HAN}]", f):
             folded = folded.replace(f, " ")
