@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from hy_eval.conversation import conversation_language, normalise_messages, render_conversation
-from hy_eval.harness._dataset import Case, DatasetError, load_suite
+from hy_eval.harness._dataset import MAX_LINE_BYTES, Case, DatasetError, load_suite
 from hy_eval.harness._locomo import (
     GENERIC_WORDS,
     HISTORY_CHARS,
@@ -308,6 +308,14 @@ def import_locomo(path: Path, out: Path, *, history_chars: int = HISTORY_CHARS) 
     ]
     if not lines:
         raise LocomoError(f"{path}: no session has observations; nothing to import")
+    for line in lines:
+        size = len(line.encode("utf-8")) + 1
+        if size > MAX_LINE_BYTES:
+            case_id = json.loads(line)["id"]
+            raise LocomoError(
+                f"{case_id}: {size} bytes, over the {MAX_LINE_BYTES}-byte line limit of a "
+                "suite; lower --history-chars"
+            )
     out.mkdir(parents=True, exist_ok=True)
     target = out / SUITE_FILE
     tmp = out / f".{SUITE_FILE}.{os.getpid()}.tmp"

@@ -346,3 +346,15 @@ def test_keyword_rule_rarest_first_a_second_when_shared_then_fallback_and_drop()
         (("here",), "fallback"),
         None,
     ]
+
+
+def test_a_case_over_the_line_limit_is_refused_before_anything_is_written(
+    inputs, tmp_path, monkeypatch
+):
+    import hy_eval.harness._locomo_cases as cases_module
+
+    monkeypatch.setattr(cases_module, "MAX_LINE_BYTES", 1200)
+    with pytest.raises(LocomoError, match=r"locomo-26-s4-ana: \d+ bytes, over the 1200-byte"):
+        import_locomo(inputs["zip"], tmp_path / "big")
+    assert not (tmp_path / "big").exists()
+    import_locomo(inputs["zip"], tmp_path / "small", history_chars=0)
