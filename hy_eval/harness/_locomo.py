@@ -28,6 +28,7 @@ from typing import Any
 
 from hy_eval._json import JsonTextError, loads_untrusted
 from hy_eval.harness._words import fold, word_set
+from hy_eval.memory._extract import MAX_FACTS
 
 #: Characters of rendered earlier sessions a case may carry as history (whole sessions,
 #: the latest first). A LoCoMo session renders to about 3,000 characters, so this is
@@ -72,6 +73,8 @@ class Turn:
     speaker: str
     text: str
     caption: str | None = None
+    #: LoCoMo's turn id (``D3:12``), which observations cite as their evidence.
+    dia_id: str | None = None
 
     @property
     def content(self) -> str:
@@ -81,11 +84,19 @@ class Turn:
 
 
 @dataclass(frozen=True)
+class Observation:
+    text: str
+    #: The ``dia_id`` of the turns it came from (LoCoMo writes one, a list, or a few in
+    #: one string: ``"D26:14, D26:34"``).
+    evidence: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Session:
     number: int
     turns: tuple[Turn, ...]
-    #: Speaker -> the texts of their observations in this session, in the data's order.
-    observations: dict[str, tuple[str, ...]]
+    #: Speaker -> their observations in this session, in the data's order.
+    observations: dict[str, tuple[Observation, ...]]
 
 
 @dataclass(frozen=True)
@@ -118,19 +129,26 @@ class ImportStats:
     dropped: int = 0
     keyword_kinds: Counter[str] = field(default_factory=Counter)
     two_keywords: int = 0
+    split_sessions: int = 0
+    unplaced: int = 0
+    over_limit: int = 0
     cases_with_history: int = 0
-    history_sessions: int = 0
+    history_parts: int = 0
     history_chars: int = HISTORY_CHARS
+    max_facts: int = MAX_FACTS
     out: Path | None = None
 
     @property
     def text(self) -> str:
         k = self.keyword_kinds
-        avg = self.history_sessions / self.cases if self.cases else 0.0
+        avg = self.history_parts / self.cases if self.cases else 0.0
         return "\n".join(
             [
                 f"LoCoMo import: {self.conversations} conversations, {self.sessions} sessions, "
-                f"{self.sessions_with_observations} with observations",
+                f"{self.sessions_with_observations} with observations, {self.split_sessions} "
+                f"of them cut into parts of at most {self.max_facts} observations "
+                f"({self.over_limit} parts over that; {self.unplaced} observations citing no "
+                "turn of their session)",
                 f"cases: {self.cases}; gold facts: {self.gold_facts} "
                 f"({self.observations} observations, each in both speakers' cases; "
                 f"{self.duplicates} repeated observations merged)",
@@ -138,8 +156,8 @@ class ImportStats:
                 f"fact of the case, {k['fallback']} fell back to a stop word, "
                 f"{self.dropped} facts dropped (no word to use); "
                 f"{self.two_keywords} facts need two keywords",
-                f"history: {self.cases_with_history} cases carry earlier sessions, "
-                f"{avg:.2f} sessions per case on average (limit {self.history_chars} characters)",
+                f"history: {self.cases_with_history} cases carry earlier turns, {avg:.2f} "
+                f"session parts per case on average (limit {self.history_chars} characters)",
                 f"wrote {self.out}",
             ]
         )
@@ -252,31 +270,44 @@ def _turns(items: Any, where: str, speakers: tuple[str, str]) -> tuple[Turn, ...
             )
         if not isinstance(text, str) or not (caption is None or isinstance(caption, str)):
             raise LocomoError(f"{where}.{i}: text and blip_caption must be strings")
-        turn = Turn(speaker.strip(), text, caption.strip() if caption and caption.strip() else None)
+        dia_id = t.get("dia_id")
+        turn = Turn(
+            speaker.strip(),
+            text,
+            caption.strip() if caption and caption.strip() else None,
+            dia_id if isinstance(dia_id, str) else None,
+        )
         if turn.content:
             out.append(turn)
     return tuple(out)
 
 
-def _observations(data: Any, where: str, speakers: tuple[str, str]) -> dict[str, tuple[str, ...]]:
+def _observations(
+    data: Any, where: str, speakers: tuple[str, str]
+) -> dict[str, tuple[Observation, ...]]:
     if data is None:
         return {}
     if not isinstance(data, dict):
         raise LocomoError(f"{where}: observations must be an object of speaker -> list")
-    out: dict[str, tuple[str, ...]] = {}
+    out: dict[str, tuple[Observation, ...]] = {}
     for speaker, items in data.items():
         if speaker.strip() not in speakers:
             raise LocomoError(f"{where}.{speaker}: not a speaker ({' or '.join(speakers)})")
         if not isinstance(items, list):
             raise LocomoError(f"{where}.{speaker}: must be a list of [fact, evidence]")
-        texts = []
+        found = []
         for i, item in enumerate(items):
             text = item[0] if isinstance(item, list) and item else item
             if not isinstance(text, str):
                 raise LocomoError(
                     f"{where}.{speaker}.{i}: a fact must be a string or [fact, evidence]"
                 )
+            cited = item[1] if isinstance(item, list) and len(item) > 1 else []
+            cited = cited if isinstance(cited, list) else [cited]
+            evidence = tuple(
+                e for c in cited if isinstance(c, str) for e in re.split(r"[,;\s]+", c) if e
+            )
             if text.strip():
-                texts.append(" ".join(text.split()))
-        out[speaker.strip()] = tuple(texts)
+                found.append(Observation(" ".join(text.split()), evidence))
+        out[speaker.strip()] = tuple(found)
     return out

@@ -26,10 +26,12 @@ from hy_eval.harness._locomo import (
     ImportStats,
     KeywordChoice,
     LocomoError,
-    Session,
+    Turn,
     read_conversations,
 )
+from hy_eval.harness._locomo_parts import Part, split_session
 from hy_eval.harness._words import NEGATIONS, STOP_WORDS, fold, latin_words
+from hy_eval.memory._extract import MAX_FACTS
 
 _POSSESSIVE_RE = re.compile(r"['’]s$")
 
@@ -133,24 +135,25 @@ def _speaker_slugs(speakers: tuple[str, str]) -> tuple[str, str]:
     return (slugs[0], slugs[1])
 
 
-def _messages(session: Session, me: str) -> list[dict[str, str]]:
+def _messages(turns: Sequence[Turn], me: str) -> list[dict[str, str]]:
     return [
         {
             "role": "user" if t.speaker == me else "assistant",
             "name": t.speaker,
             "content": t.content,
         }
-        for t in session.turns
+        for t in turns
     ]
 
 
-def _history(earlier: Sequence[Session], me: str, limit: int) -> tuple[list[dict[str, str]], int]:
-    """The latest earlier sessions, whole, whose rendered text (as L1_RAW stores it) fits
-    in ``limit`` characters, in order; and how many sessions that is."""
+def _history(earlier: Sequence[Part], me: str, limit: int) -> tuple[list[dict[str, str]], int]:
+    """The latest earlier parts (of this session, then of earlier ones), whole, whose
+    rendered text (as L1_RAW stores it) fits in ``limit`` characters, in order; and how
+    many parts that is."""
     best: list[dict[str, str]] = []
     taken = 0
     for k in range(1, len(earlier) + 1):
-        msgs = [m for s in earlier[-k:] for m in _messages(s, me)]
+        msgs = [m for part in earlier[-k:] for m in _messages(part.turns, me)]
         if not msgs:
             continue
         if len(render_conversation(normalise_messages(msgs))) > limit:
@@ -159,94 +162,92 @@ def _history(earlier: Sequence[Session], me: str, limit: int) -> tuple[list[dict
     return best, taken
 
 
-def _session_facts(
-    session: Session, speakers: tuple[str, str]
-) -> tuple[list[tuple[str, str]], int]:
-    """``(speaker, text)`` of the session's observations, speaker A's first; repeats of the
-    same observation are kept once (a gold fact twice would need two predicted facts)."""
-    facts: list[tuple[str, str]] = []
-    repeats = 0
-    for speaker in speakers:
-        for text in session.observations.get(speaker, ()):
-            if (speaker, text) in facts:
-                repeats += 1
-            else:
-                facts.append((speaker, text))
-    return facts, repeats
-
-
 def conversation_cases(
-    conv: Conversation, history_chars: int, stats: ImportStats
+    conv: Conversation, history_chars: int, stats: ImportStats, max_facts: int = MAX_FACTS
 ) -> list[dict[str, Any]]:
-    """Two cases for each session of ``conv`` with observations (fields as in
+    """Two cases for each part of a session of ``conv`` with observations (fields as in
     docs/datasets.md), updating ``stats``."""
     stats.conversations += 1
     stats.sessions += len(conv.sessions)
     conv_df = Counter(
         w
         for s in conv.sessions
-        for texts in s.observations.values()
-        for t in texts
-        for w in set(content_words(t, conv.speakers))
+        for found in s.observations.values()
+        for ob in found
+        for w in set(content_words(ob.text, conv.speakers))
     )
     slugs = dict(zip(conv.speakers, _speaker_slugs(conv.speakers), strict=True))
     cases: list[dict[str, Any]] = []
-    for idx, session in enumerate(conv.sessions):
-        facts, repeats = _session_facts(session, conv.speakers)
-        if not facts:
-            continue
-        if not session.turns:
-            raise LocomoError(
-                f"conversation {conv.key}: session_{session.number} has observations but no turns"
-            )
-        stats.sessions_with_observations += 1
-        stats.duplicates += repeats
-        stats.observations += len(facts)
-        choices = choose_keywords([t for _, t in facts], conv.speakers, conv_df)
-        for choice in choices:
-            if choice is None:
-                stats.dropped += 1
-            else:
-                stats.keyword_kinds[choice.kind] += 1
-                stats.two_keywords += len(choice.keywords) == 2
-        for me in conv.speakers:
-            case = _case(
-                conv, session, me, facts, choices, conv.sessions[:idx], history_chars, slugs[me]
-            )
-            if case is None:
-                continue
-            stats.cases += 1
-            stats.gold_facts += len(case["expect"]["facts"])
-            stats.cases_with_history += bool(case.get("history"))
-            stats.history_sessions += case.pop("_history_sessions")
-            cases.append(case)
+    earlier: list[Part] = []
+    for session in conv.sessions:
+        split = split_session(session, conv.speakers, max_facts)
+        if any(ob for obs in session.observations.values() for ob in obs):
+            if not session.turns:
+                raise LocomoError(
+                    f"conversation {conv.key}: session_{session.number} has observations "
+                    "but no turns"
+                )
+            stats.sessions_with_observations += 1
+            stats.split_sessions += len(split.parts) > 1
+        stats.duplicates += split.repeats
+        stats.unplaced += split.unplaced
+        stats.over_limit += split.over
+        for part in split.parts:
+            if part.facts:
+                cases.extend(_part_cases(conv, part, earlier, history_chars, slugs, conv_df, stats))
+            earlier.append(part)
     return cases
 
 
-def _case(
+def _part_cases(
     conv: Conversation,
-    session: Session,
-    me: str,
-    facts: list[tuple[str, str]],
-    choices: list[KeywordChoice | None],
-    earlier: Sequence[Session],
+    part: Part,
+    earlier: Sequence[Part],
     history_chars: int,
-    slug: str,
-) -> dict[str, Any] | None:
-    gold = [
-        {
-            "subject": "user" if who == me else who,
-            "owner": "user",
-            "text": text,
-            "keywords": list(c.keywords),
-        }
-        for (who, text), c in zip(facts, choices, strict=True)
-        if c is not None
-    ]
-    if not gold:
-        return None
-    messages = _messages(session, me)
-    history, taken = _history(earlier, me, history_chars) if history_chars > 0 else ([], 0)
+    slugs: dict[str, str],
+    conv_df: Counter[str],
+    stats: ImportStats,
+) -> list[dict[str, Any]]:
+    stats.observations += len(part.facts)
+    choices = choose_keywords([t for _, t in part.facts], conv.speakers, conv_df)
+    for choice in choices:
+        if choice is None:
+            stats.dropped += 1
+        else:
+            stats.keyword_kinds[choice.kind] += 1
+            stats.two_keywords += len(choice.keywords) == 2
+    out = []
+    for me in conv.speakers:
+        gold = [
+            {
+                "subject": "user" if who == me else who,
+                "owner": "user",
+                "text": text,
+                "keywords": list(c.keywords),
+            }
+            for (who, text), c in zip(part.facts, choices, strict=True)
+            if c is not None
+        ]
+        if not gold:
+            continue
+        history, taken = _history(earlier, me, history_chars) if history_chars > 0 else ([], 0)
+        case_id = f"locomo-{conv.key[:40]}-{part.label}-{slugs[me]}"
+        out.append(_case(case_id, part, me, gold, history))
+        stats.cases += 1
+        stats.gold_facts += len(gold)
+        stats.cases_with_history += bool(history)
+        stats.history_parts += taken
+    return out
+
+
+def _case(
+    case_id: str,
+    part: Part,
+    me: str,
+    gold: list[dict[str, Any]],
+    history: list[dict[str, str]],
+) -> dict[str, Any]:
+    messages = _messages(part.turns, me)
     subjects = {g["subject"] for g in gold}
     rules = (
         ["M2"]
@@ -255,10 +256,12 @@ def _case(
         + ["A4"]
     )
     tags = list(TAGS) + (["with_history"] if history else [])
-    if any(t.caption for t in session.turns):
+    if any(t.caption for t in part.turns):
         tags.append("image_caption")
+    if part.count > 1:
+        tags.append("session_part")
     case: dict[str, Any] = {
-        "id": f"locomo-{conv.key[:40]}-s{session.number}-{slug}",
+        "id": case_id,
         "lang": conversation_language(normalise_messages(messages)),
         "rules": rules,
         "tags": tags,
@@ -271,15 +274,13 @@ def _case(
     try:
         Case.model_validate(case)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        raise LocomoError(
-            f"conversation {conv.key}: session_{session.number}: {first['msg']}"
-        ) from None
-    case["_history_sessions"] = taken
+        raise LocomoError(f"{case_id}: {exc.errors()[0]['msg']}") from None
     return case
 
 
-def import_locomo(path: Path, out: Path, *, history_chars: int = HISTORY_CHARS) -> ImportStats:
+def import_locomo(
+    path: Path, out: Path, *, history_chars: int = HISTORY_CHARS, max_facts: int = MAX_FACTS
+) -> ImportStats:
     """Write the suite ``out/locomo.jsonl`` from the LoCoMo data at ``path`` and check it
     loads as a suite. Raises :class:`LocomoError` for input that cannot be imported."""
     if history_chars < 0:
@@ -300,11 +301,11 @@ def import_locomo(path: Path, out: Path, *, history_chars: int = HISTORY_CHARS) 
             f"{out}: holds other suite files ({', '.join(others)}); choose another folder"
         )
     convs = read_conversations(path)
-    stats = ImportStats(history_chars=history_chars)
+    stats = ImportStats(history_chars=history_chars, max_facts=max_facts)
     lines = [
         json.dumps(case, ensure_ascii=False)
         for conv in convs
-        for case in conversation_cases(conv, history_chars, stats)
+        for case in conversation_cases(conv, history_chars, stats, max_facts)
     ]
     if not lines:
         raise LocomoError(f"{path}: no session has observations; nothing to import")

@@ -358,3 +358,39 @@ def test_a_case_over_the_line_limit_is_refused_before_anything_is_written(
         import_locomo(inputs["zip"], tmp_path / "big")
     assert not (tmp_path / "big").exists()
     import_locomo(inputs["zip"], tmp_path / "small", history_chars=0)
+
+
+def test_a_session_with_more_observations_than_an_answer_holds_is_cut_into_parts(tmp_path):
+    conv = conversation()
+    # Session 2 cites its turns as one string; one observation cites no turn of it.
+    conv["session_2_observation"]["Ben"][0][1] = "D2:1, D2:3"
+    conv["session_2_observation"]["Ben"].append(["Ben likes rivers.", "D9:9"])
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "26.json").write_text(json.dumps(conv))
+    stats = import_locomo(tmp_path / "in", tmp_path / "out", max_facts=2)
+    cases = {c.id: c for c in load_suite(str(tmp_path / "out")).cases}
+    # Session 1 (3 observations) in two parts of 2 and 1; session 2's observations cite
+    # turns 1-3, which cannot be cut apart, so it stays whole with 3 (over the limit).
+    assert sorted(cases) == [
+        "locomo-26-s1p1-ana",
+        "locomo-26-s1p1-ben",
+        "locomo-26-s1p2-ana",
+        "locomo-26-s1p2-ben",
+        "locomo-26-s2-ana",
+        "locomo-26-s2-ben",
+        "locomo-26-s4-ana",
+        "locomo-26-s4-ben",
+    ]
+    p1, p2 = cases["locomo-26-s1p1-ana"], cases["locomo-26-s1p2-ana"]
+    assert [m["content"][:9] for m in p1.messages] == ["Hi Ben! I", "Lovely! I"]
+    assert [f.text for f in p1.expect.facts] == [
+        "Ana adopted a greyhound named Pixel.",
+        "Ben is taking cello lessons at the conservatory.",
+    ]
+    assert [m["content"] for m in p2.messages] == ["Pixel sleeps all day. Do you like the cello?"]
+    assert [f.text for f in p2.expect.facts] == ["Ana's dog Pixel sleeps all day."]
+    # The part before is the latest history.
+    assert [m["content"][:9] for m in p2.history] == ["Hi Ben! I", "Lovely! I"]
+    assert "session_part" in p2.tags and "session_part" not in cases["locomo-26-s4-ana"].tags
+    assert len(cases["locomo-26-s2-ben"].expect.facts) == 3
+    assert (stats.split_sessions, stats.over_limit, stats.unplaced) == (1, 1, 1)
