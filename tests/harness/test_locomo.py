@@ -4,7 +4,9 @@ run of the imported suite with the scripted model."""
 
 import copy
 import json
+import os
 import zipfile
+from pathlib import Path
 
 import pytest
 
@@ -255,27 +257,49 @@ def test_the_suite_validates_and_the_cli_reports_the_figures(inputs, tmp_path, c
     assert all({"locomo", "auto_labelled"} <= set(c.tags) for c in suite.cases)
 
 
-def test_a_perfect_scripted_model_passes_every_imported_case(inputs, tmp_path, monkeypatch):
-    out = tmp_path / "suite"
-    import_locomo(inputs["zip"], out)
-    suite = load_suite(str(out))
+class ByConversation(SuiteModel):
+    """History repeats an earlier session's text: only the part after "Conversation:"
+    names the case."""
 
-    class ByConversation(SuiteModel):
-        # History repeats an earlier session's text: only the part after
-        # "Conversation:" names the case.
-        def case_of(self, prompt):
-            return super().case_of(prompt.rsplit("Conversation:", 1)[-1])
+    def case_of(self, prompt):
+        return super().case_of(prompt.rsplit("Conversation:", 1)[-1])
 
+
+def perfect_run(suite_dir, tmp_path):
+    suite = load_suite(str(suite_dir))
     with ByConversation(suite.cases) as model:
         _, summary, code = Runner(
-            config(model.server, tmp_path, suite=str(out), concurrency=2)
+            config(model.server, tmp_path, suite=str(suite_dir), concurrency=2)
         ).run()
     assert code == 0, summary["failed_cases"]
     m = summary["metrics"]
-    assert m["case_pass"]["value"] == 1.0 and m["case_pass"]["n"] == 8
-    assert m["fact_recall"]["value"] == 1.0
-    assert m["attribution_accuracy"]["value"] == 1.0
+    for name in ("case_pass", "fact_recall", "attribution_accuracy", "owner_accuracy"):
+        assert m[name]["value"] == 1.0, name
+    assert m["case_pass"]["n"] == len(suite.cases)
+    return summary
+
+
+def test_a_perfect_scripted_model_passes_every_imported_case(inputs, tmp_path):
+    out = tmp_path / "suite"
+    import_locomo(inputs["zip"], out)
+    summary = perfect_run(out, tmp_path)
     assert summary["breakdown"]["tag"]["locomo"]["cases"] == 8
+
+
+@pytest.mark.skipif(
+    not os.environ.get("HY_EVAL_LOCOMO"),
+    reason="set HY_EVAL_LOCOMO to LoCoMo's locomo10.zip or locomo10.json (not in the repo)",
+)
+def test_the_real_locomo_data_imports_and_a_perfect_model_recalls_every_fact(tmp_path):
+    """The figures of docs/datasets.md ("LoCoMo import"); about a minute."""
+    stats = import_locomo(Path(os.environ["HY_EVAL_LOCOMO"]), tmp_path / "suite")
+    assert (stats.conversations, stats.sessions_with_observations) == (10, 272)
+    assert (stats.cases, stats.gold_facts, stats.observations) == (886, 5082, 2541)
+    assert (stats.split_sessions, stats.over_limit, stats.unplaced) == (160, 0, 0)
+    k = stats.keyword_kinds
+    assert (k["distinctive"], k["shared"], k["fallback"], stats.dropped) == (2517, 24, 0, 0)
+    assert (stats.two_keywords, stats.duplicates, stats.cases_with_history) == (99, 0, 864)
+    perfect_run(tmp_path / "suite", tmp_path)
 
 
 @pytest.mark.parametrize(
