@@ -10,10 +10,11 @@ conversation (``data/locomo10.zip``) or as one JSON list (``data/locomo10.json``
 conversation nests its sessions under ``conversation`` and its observations under
 ``observation`` and is named by ``sample_id``). Both read the same here.
 
-Each session with observations becomes two cases, one from each speaker's side: that
-speaker is the current user (``role=user`` with their name), the other a named human on
-the assistant role. Gold facts are the session's observations, keywords are chosen by
-:func:`choose_keywords`, earlier sessions go into ``history`` as far as they fit.
+Each session with observations becomes two cases (per part, when ``_locomo_parts`` cuts
+it), one from each speaker's side: that speaker is the current user (``role=user`` with
+their name), the other a named human on the assistant role. Gold facts are the
+observations, keywords are chosen by ``_locomo_cases.choose_keywords``, earlier turns go
+into ``history`` as far as they fit. This module reads the data.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from hy_eval._json import JsonTextError, loads_untrusted
 from hy_eval.harness._words import fold, word_set
 from hy_eval.memory._extract import MAX_FACTS
 
-#: Characters of rendered earlier sessions a case may carry as history (whole sessions,
+#: Characters of rendered earlier turns a case may carry as history (whole session parts,
 #: the latest first). A LoCoMo session renders to about 3,000 characters, so this is
 #: about two sessions: with the extraction prompt (about 3,000 characters), the session
 #: itself and the answer it stays well inside the embedded model's 8,192-token context.
@@ -186,7 +187,10 @@ def read_conversations(path: Path) -> list[Conversation]:
             convs.append(conv)
     if not convs:
         raise LocomoError(f"{path}: no LoCoMo conversations (.json files) found")
-    return convs
+    # In conversation order (26 before 100), whatever order the files or list had.
+    return sorted(
+        convs, key=lambda c: (not c.key.isdigit(), int(c.key) if c.key.isdigit() else 0, c.key)
+    )
 
 
 def _documents(path: Path) -> Iterator[tuple[str, str, Any]]:

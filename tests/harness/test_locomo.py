@@ -125,7 +125,8 @@ def inputs(tmp_path):
     for key, conv in convs.items():
         (folder / f"{key}.json").write_text(json.dumps(conv))
     listed = tmp_path / "locomo10.json"
-    listed.write_text(json.dumps([nested(c, f"conv-{k}") for k, c in convs.items()]))
+    # Listed the other way round: the suite is in conversation order all the same.
+    listed.write_text(json.dumps([nested(c, f"conv-{k}") for k, c in reversed(convs.items())]))
     return {"zip": zpath, "folder": folder, "list": listed}
 
 
