@@ -799,7 +799,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--history-chars",
         type=int,
         default=6000,
-        help="characters of earlier sessions per case as history (whole sessions; 0: none)",
+        help="characters of earlier turns per case as history (whole session parts; 0: none)",
     )
     p.set_defaults(func=cmd_datasets_import_locomo)
 
