@@ -644,6 +644,18 @@ def cmd_datasets_validate(args: argparse.Namespace) -> int:
     return EXIT_USAGE if problems else EXIT_OK
 
 
+def cmd_datasets_import_locomo(args: argparse.Namespace) -> int:
+    from hy_eval.harness._locomo import LocomoError
+    from hy_eval.harness._locomo_cases import import_locomo
+
+    try:
+        stats = import_locomo(Path(args.path), Path(args.out), history_chars=args.history_chars)
+    except LocomoError as exc:
+        raise UserError(str(exc)) from None
+    print(stats.text)
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="hy-eval",
@@ -789,6 +801,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="also check that every untouched memory can catch a cross-subject merge",
     )
     p.set_defaults(func=cmd_datasets_validate)
+    p = datasets.add_parser("import-locomo", help="LoCoMo conversations as a suite folder")
+    p.add_argument("path", help="LoCoMo zip, folder of conversation JSON files, or a JSON list")
+    p.add_argument("--out", required=True, help="suite folder to write (locomo.jsonl)")
+    p.add_argument(
+        "--history-chars",
+        type=int,
+        default=6000,
+        help="characters of earlier turns per case as history (whole session parts; 0: none)",
+    )
+    p.set_defaults(func=cmd_datasets_import_locomo)
 
     memory = sub.add_parser("memory", help="try the memory pipeline by hand").add_subparsers(
         dest="memory_command", metavar="ACTION", required=True
