@@ -656,6 +656,20 @@ def cmd_datasets_import_locomo(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_datasets_stats(args: argparse.Namespace) -> int:
+    from hy_eval.harness import DatasetError, load_suite
+    from hy_eval.harness._datastats import format_stats, suite_stats
+
+    try:
+        stats = suite_stats(load_suite(args.suite), args.discordance)
+    except DatasetError as exc:
+        raise UserError("\n".join(exc.problems)) from None
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    print(json.dumps(stats.as_dict(), indent=1) if args.json else format_stats(stats))
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="hy-eval",
@@ -811,6 +825,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="characters of earlier turns per case as history (whole session parts; 0: none)",
     )
     p.set_defaults(func=cmd_datasets_import_locomo)
+    p = datasets.add_parser("stats", help="what a suite can measure: counts, duplicates, power")
+    p.add_argument("suite", help="suite name, folder or .jsonl file")
+    p.add_argument("--json", action="store_true", help="print the figures as JSON")
+    p.add_argument(
+        "--discordance",
+        type=float,
+        help="share of units two variants disagree on, for the MDE (default: 2p(1-p))",
+    )
+    p.set_defaults(func=cmd_datasets_stats)
 
     memory = sub.add_parser("memory", help="try the memory pipeline by hand").add_subparsers(
         dest="memory_command", metavar="ACTION", required=True

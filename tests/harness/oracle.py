@@ -236,13 +236,13 @@ def passes(case):
                 yield template, alternative, variant
 
 
-def score_oracle(cases):
+def score_oracle(cases, passes_of=passes):
     """Summed (numerator, denominator) per metric, and the failing (case, pass) pairs."""
     totals = {}
     failures = []
     for case in cases:
         assert isinstance(case, Case)
-        for template, alternative, variant in passes(case):
+        for template, alternative, variant in passes_of(case):
             score = score_case(case, oracle_outcome(case, template, alternative, variant))
             for metric, (num, den) in score.counts.items():
                 n, d = totals.get(metric, (0, 0))

@@ -9,7 +9,7 @@ rest."""
 import json
 import re
 
-from hy_eval.conversation import normalise_messages, render_conversation
+from hy_eval.conversation import render_conversation
 from hy_eval.llm.loopback import LoopbackServer, Reply, openai_completion
 
 from .oracle import plan_operations
@@ -58,7 +58,7 @@ class SuiteModel:
         self.by_text = {}
         self.cases = {c.id: c for c in cases}
         for case in cases:
-            rendered = render_conversation(normalise_messages(case.messages, system=case.system))
+            rendered = render_conversation(case.normalised)
             self.by_text[rendered] = case.id
         self.extraction = extraction or {c.id: perfect_extraction(c) for c in cases}
         self.reconcile = reconcile or {}
