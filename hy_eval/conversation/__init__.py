@@ -3,7 +3,7 @@
 Pure functions, no I/O (rules M1-M7, D1-D6, H1-H5 of the spec).
 """
 
-from hy_eval.conversation._history import (
+from hy_eval.conversation._parse import (
     HistoryError,
     ParsedHistory,
     history_context,
@@ -15,6 +15,7 @@ from hy_eval.conversation._render import (
     UserName,
     conversation_language,
     detect_language,
+    is_cjk,
     name_line,
     render_conversation,
     resolve_user_name,
@@ -30,6 +31,7 @@ __all__ = [
     "conversation_language",
     "detect_language",
     "history_context",
+    "is_cjk",
     "name_line",
     "normalise_messages",
     "parse_l1_raw",
