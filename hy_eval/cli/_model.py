@@ -24,9 +24,7 @@ def cache_path(args: argparse.Namespace) -> str:
 
 
 def add_cache_flag(p: Any) -> None:
-    p.add_argument(
-        "--cache", help=f"answer cache file (default $HY_EVAL_CACHE or {DEFAULT_CACHE})"
-    )
+    p.add_argument("--cache", help=f"answer cache file (default $HY_EVAL_CACHE or {DEFAULT_CACHE})")
 
 
 def add_model_flags(p: argparse.ArgumentParser, *, cache_mode: bool = True) -> None:

@@ -3,6 +3,7 @@
 Pure functions, no I/O (rules M1-M7, D1-D6, H1-H5 of the spec).
 """
 
+from hy_eval.conversation._messages import ChatMessage, MessageError, normalise_messages
 from hy_eval.conversation._parse import (
     HistoryError,
     ParsedHistory,
@@ -10,7 +11,6 @@ from hy_eval.conversation._parse import (
     parse_l1_raw,
     read_l1_raw,
 )
-from hy_eval.conversation._messages import ChatMessage, MessageError, normalise_messages
 from hy_eval.conversation._render import (
     UserName,
     conversation_language,

@@ -1,6 +1,7 @@
 """The harness: labelled datasets, the runner, scoring, statistics and reports (E1-E3,
 E6-E7)."""
 
+from hy_eval.harness._compare import CompareError
 from hy_eval.harness._dataset import (
     RULE_IDS,
     Case,
@@ -10,7 +11,6 @@ from hy_eval.harness._dataset import (
     filter_cases,
     load_suite,
 )
-from hy_eval.harness._compare import CompareError
 from hy_eval.harness._frame import load_run
 from hy_eval.harness._gate import GateConfigError, load_gates
 from hy_eval.harness._gating import GateVerdict, apply_gates

@@ -146,9 +146,8 @@ def metric_table(entries: Sequence[MatrixEntry]) -> list[str]:
 
 
 def _tokens_per_case(summary: dict[str, Any]) -> float:
-    return float(summary["tokens"]["input"] + summary["tokens"]["output"]) / max(
-        1, summary["cases"]
-    )
+    tokens = summary["tokens"]["input"] + summary["tokens"]["output"]
+    return float(tokens / max(1, summary["cases"]))
 
 
 def flipped_sections(result: MatrixResult) -> list[str]:
