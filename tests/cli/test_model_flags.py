@@ -180,13 +180,13 @@ def test_retries_and_retry_delay(kind, command, clients, server):
         return Reply(500, error_body(500, "busy"))
 
     server.script = failing
-    flags = openai_flags(server, "--retries", "2", "--retry-delay", "0.6")
+    flags = openai_flags(server, "--retries", "1", "--retry-delay", "1.0")
     assert command(kind, *flags) == 3
-    assert clients[-1].retry.max_retries == 2
-    assert clients[-1].retry.base_delay == 0.6
-    assert len(arrivals) == 3  # one call and two retries
-    # The first backoff is the flag's 0.6 s (plus jitter), not the default 0.5 s.
-    assert arrivals[1] - arrivals[0] >= 0.6
+    assert clients[-1].retry.max_retries == 1
+    assert clients[-1].retry.base_delay == 1.0
+    assert len(arrivals) == 2  # one call and one retry (the default is 4)
+    # The backoff is the flag's 1 s (plus up to 25% jitter), not the default's 0.5 s.
+    assert arrivals[1] - arrivals[0] >= 1.0
 
 
 @pytest.mark.parametrize("kind", COMMANDS)
@@ -244,3 +244,14 @@ def test_run_config_carries_every_model_option():
 
 def test_help_names_the_default_cache_file():
     assert DEFAULT_CACHE == DEFAULT_CACHE_PATH
+
+
+def test_cassette_record_has_no_cache_mode_flag(capsys):
+    """A recording always reads and writes the cache: ``--cache-mode`` is refused rather
+    than silently overridden."""
+    from hy_eval.cli import build_parser
+
+    with pytest.raises(SystemExit) as exc:
+        build_parser().parse_args(["cassette", "record", "--cache-mode", "off"])
+    assert exc.value.code == 2
+    assert "unrecognized arguments: --cache-mode off" in capsys.readouterr().err
