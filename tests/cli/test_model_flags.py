@@ -255,3 +255,14 @@ def test_cassette_record_has_no_cache_mode_flag(capsys):
         build_parser().parse_args(["cassette", "record", "--cache-mode", "off"])
     assert exc.value.code == 2
     assert "unrecognized arguments: --cache-mode off" in capsys.readouterr().err
+
+
+def test_the_parser_does_not_import_the_llm_layer():
+    """``--help`` stays fast: the model flags are declared without importing hy_eval.llm."""
+    import subprocess
+    import sys
+
+    code = "import sys; from hy_eval.cli import build_parser; build_parser(); "
+    code += "print(sorted(m for m in sys.modules if m.startswith(('hy_eval.llm', 'hy_eval.h'))))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
