@@ -8,7 +8,7 @@ Format, one message per line group::
 
 A body line (any line of a message after its first) that could be read back as a label
 or a name line is escaped with one leading backslash, so content can never change who
-is speaking when the text is parsed again (see ``hy_eval.conversation._history``). A
+is speaking when the text is parsed again (see ``hy_eval.conversation._parse``). A
 "line" ends at every separator ``str.splitlines`` knows (``\\r``, ``\\v``, ``\\f``,
 ``\\x1c``-``\\x1e``, ``\\x85``, U+2028, U+2029, ``\\r\\n``, ``\\n``), since a model may
 read any of them as a line break (issue 14); the separators themselves are kept.

@@ -1,6 +1,7 @@
 """The harness: labelled datasets, the runner, scoring, statistics and reports (E1-E3,
 E6-E7)."""
 
+from hy_eval.harness._compare import CompareError
 from hy_eval.harness._dataset import (
     RULE_IDS,
     Case,
@@ -11,6 +12,10 @@ from hy_eval.harness._dataset import (
     load_suite,
 )
 from hy_eval.harness._frame import load_run
+from hy_eval.harness._gate import GateConfigError, load_gates
+from hy_eval.harness._gating import GateVerdict, apply_gates
+from hy_eval.harness._matrix import MatrixEntry, MatrixResult, run_matrix, run_suite
+from hy_eval.harness._perturb import parse_perturbations
 from hy_eval.harness._report import terminal_summary, write_reports
 from hy_eval.harness._runner import RunConfig, RunError, Runner, run_case
 from hy_eval.harness._scoring import METRICS, CaseScore, Outcome, score_case
@@ -21,18 +26,28 @@ __all__ = [
     "RULE_IDS",
     "Case",
     "CaseScore",
+    "CompareError",
     "DatasetError",
+    "GateConfigError",
+    "GateVerdict",
     "HistoryCase",
+    "MatrixEntry",
+    "MatrixResult",
     "Outcome",
     "RunConfig",
     "RunError",
     "Runner",
     "Suite",
+    "apply_gates",
     "filter_cases",
+    "load_gates",
     "load_run",
     "load_suite",
+    "parse_perturbations",
     "ratio_with_ci",
     "run_case",
+    "run_matrix",
+    "run_suite",
     "score_case",
     "terminal_summary",
     "write_reports",

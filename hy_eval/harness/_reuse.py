@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from hy_eval._redact import redact
-from hy_eval.llm._cache import canonical_json, open_db
+from hy_eval.llm import canonical_json, open_db
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS case_records (

@@ -19,7 +19,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -52,12 +52,12 @@ from hy_eval.harness._scoring import Outcome, score_case
 from hy_eval.llm import (
     CacheMiss,
     LLMClient,
+    ModelOptions,
     ModelProcessDied,
     PriceTable,
     ProviderError,
     RunStopped,
     Usage,
-    build_client,
 )
 from hy_eval.llm._base import short_text
 from hy_eval.memory import MemoryClient, MemoryStore, PromptLibrary
@@ -87,6 +87,8 @@ class RunError(Exception):
 
 @dataclass
 class RunConfig:
+    """What to run. The model fields carry ``ModelOptions``' names (see :meth:`of`)."""
+
     suite: str = "multi_speaker"
     provider: str = "local"
     model: str | None = None
@@ -119,6 +121,15 @@ class RunConfig:
     #: Run the suite perturbed by this perturbation (issue 20, ``_perturb.py``).
     perturb: str | None = None
     perturb_seed: int = 0
+
+    @classmethod
+    def of(cls, options: ModelOptions, **settings: Any) -> RunConfig:
+        """A config asking the model that ``options`` describe; ``settings`` the rest."""
+        return cls(**{f.name: getattr(options, f.name) for f in fields(ModelOptions)}, **settings)
+
+    def model_options(self) -> ModelOptions:
+        """The model this run asks (after a resume has taken the saved settings)."""
+        return ModelOptions(**{f.name: getattr(self, f.name) for f in fields(ModelOptions)})
 
     def params(self) -> dict[str, Any]:
         d = {k: v for k, v in self.__dict__.items() if k not in ("api_key", "progress")}
@@ -330,19 +341,7 @@ class Runner:
                 str(model_mismatch(run_dir, previous, cfg.provider, cfg.model or "default", ""))
             )
         try:
-            llm = build_client(
-                cfg.provider,
-                cfg.model,
-                base_url=cfg.base_url,
-                api_key=cfg.api_key,
-                options={"structured": cfg.structured} if cfg.structured else None,
-                cache_path=cfg.cache_path,
-                cache_mode=cfg.cache_mode,
-                concurrency=cfg.concurrency,
-                timeout=cfg.timeout,
-                retries=cfg.retries,
-                retry_base_delay=cfg.retry_base_delay,
-            )
+            llm = cfg.model_options().client()
         except ConfigError as exc:
             raise RunError(str(exc)) from None
         self.llm = llm

@@ -3,6 +3,7 @@ cache with record/replay, retries, concurrency, usage and cost."""
 
 from hy_eval.llm._base import (
     Completion,
+    ConfigError,
     ModelProcessDied,
     Provider,
     ProviderError,
@@ -11,15 +12,27 @@ from hy_eval.llm._base import (
     RunStopped,
     Usage,
     parse_json_answer,
+    short_text,
 )
-from hy_eval.llm._cache import CACHE_MODES, AnswerCache, CacheMiss, CacheMode, cache_key
+from hy_eval.llm._cache import (
+    CACHE_MODES,
+    AnswerCache,
+    CacheMiss,
+    CacheMode,
+    cache_key,
+    canonical_json,
+    open_db,
+)
 from hy_eval.llm._cassette import export_cassette, import_cassette
 from hy_eval.llm._client import CallStats, LLMClient, RetryPolicy
-from hy_eval.llm._openai import ConfigError
-from hy_eval.llm._registry import PROVIDERS, ModelSpec, PriceTable, build_client, make_provider
+from hy_eval.llm._options import DEFAULT_CACHE_PATH, ModelOptions
+from hy_eval.llm._prices import DEFAULT_PRICES, PriceTable
+from hy_eval.llm._providers import PROVIDERS, ModelSpec, build_client, make_provider
 
 __all__ = [
     "CACHE_MODES",
+    "DEFAULT_CACHE_PATH",
+    "DEFAULT_PRICES",
     "PROVIDERS",
     "AnswerCache",
     "CacheMiss",
@@ -28,6 +41,7 @@ __all__ = [
     "Completion",
     "ConfigError",
     "LLMClient",
+    "ModelOptions",
     "ModelProcessDied",
     "ModelSpec",
     "PriceTable",
@@ -40,8 +54,11 @@ __all__ = [
     "Usage",
     "build_client",
     "cache_key",
+    "canonical_json",
     "export_cassette",
     "import_cassette",
     "make_provider",
+    "open_db",
     "parse_json_answer",
+    "short_text",
 ]

@@ -15,12 +15,12 @@ from typing import Any
 from hy_eval._redact import register_secret
 from hy_eval.llm._base import (
     Completion,
+    ConfigError,
     ProviderError,
     Request,
     Usage,
     sdk_error,
 )
-from hy_eval.llm._openai import ConfigError
 
 DEFAULT_ANTHROPIC_MODEL = "claude-3-5-haiku-latest"
 
@@ -61,6 +61,7 @@ class AnthropicProvider:
 
     name = "anthropic"
     default_concurrency = 8
+    interruptible = True
 
     def __init__(
         self, model: str | None = None, *, base_url: str | None = None, api_key: str | None = None

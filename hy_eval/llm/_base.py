@@ -72,6 +72,11 @@ class Completion:
     retries: int = 0
 
 
+class ConfigError(ValueError):
+    """A provider or client cannot be set up as asked (a missing key, an unknown provider,
+    a bad option or price file): one line for the user, before any model call."""
+
+
 class ProviderError(Exception):
     """A failed model call. ``kind`` decides whether it is retried."""
 
@@ -161,6 +166,13 @@ class Provider(Protocol):
     base_url: str
     #: Default concurrency for this provider.
     default_concurrency: int
+    #: Settings that change answers without being in the request (the structured-output
+    #: mode, the local model file): part of the cache key. A provider may update it in
+    #: place once a mode is settled (openai ``auto``).
+    key_options: dict[str, Any]
+    #: Whether a call may be abandoned when it overruns the timeout. ``False`` for a model
+    #: that computes in this process's worker and cannot be stopped halfway (local).
+    interruptible: bool
 
     async def complete(self, request: Request, timeout: float) -> Completion:
         """Make one call. Raise ``ProviderError`` for any failure."""

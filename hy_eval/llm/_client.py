@@ -122,7 +122,7 @@ class LLMClient:
         self.concurrency = concurrency or provider.default_concurrency
         self.timeout = timeout
         self.retry = retry or RetryPolicy()
-        self.options = options or getattr(provider, "key_options", {})
+        self.options = options or provider.key_options
         #: Raise ``RepeatedRefusal`` once this many calls in a row fail with the same
         #: error that is not retried (0: never).
         self.stop_after = stop_after
@@ -195,7 +195,7 @@ class LLMClient:
                 started = time.perf_counter()
                 try:
                     call = self.provider.complete(request, self.timeout)
-                    if getattr(self.provider, "interruptible", True):
+                    if self.provider.interruptible:
                         # A guard above the SDK's own timeout, for a provider that ignores it.
                         completion = await asyncio.wait_for(call, self.timeout + 1.0)
                     else:

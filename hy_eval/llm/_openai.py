@@ -13,6 +13,7 @@ from typing import Any
 from hy_eval._redact import redact, register_secret
 from hy_eval.llm._base import (
     Completion,
+    ConfigError,
     ProviderError,
     Request,
     Usage,
@@ -34,10 +35,6 @@ from hy_eval.llm._structured import (
 DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
 #: ``--structured`` values: the modes, and ``auto`` (probe the server once).
 STRUCTURED_CHOICES: tuple[str, ...] = (*MODES, "auto")
-
-
-class ConfigError(ValueError):
-    """A provider cannot be set up as asked (missing key, bad option)."""
 
 
 def to_openai_request(request: Request, model: str, structured: str) -> dict[str, Any]:
@@ -82,6 +79,7 @@ class OpenAIProvider:
 
     name = "openai"
     default_concurrency = 8
+    interruptible = True
 
     def __init__(
         self,

@@ -33,6 +33,8 @@ class ServedRequest:
     index: int
     path: str
     body: Any
+    #: The request's HTTP headers, names in lower case (a test checks the key sent).
+    headers: dict[str, str] = field(default_factory=dict)
 
     @property
     def messages(self) -> list[dict[str, Any]]:
@@ -171,7 +173,8 @@ class LoopbackServer:
                     reply = Reply(body=openai_completion(json.dumps({"probe": PROBE_MARK})))
                 else:
                     with outer._lock:
-                        req = ServedRequest(len(outer.requests), self.path, body)
+                        headers = {k.lower(): v for k, v in self.headers.items()}
+                        req = ServedRequest(len(outer.requests), self.path, body, headers)
                         outer.requests.append(req)
                     try:
                         reply = outer.script(req)

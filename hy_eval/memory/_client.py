@@ -115,6 +115,23 @@ class MemoryClient:
         written in either case (M7).
         """
         msgs: list[ChatMessage] = normalise_messages(messages, system=system)
+        return await self.add_normalised(
+            msgs, user_id, session_id, label=label, repeat=repeat, aliases=aliases
+        )
+
+    async def add_normalised(
+        self,
+        msgs: list[ChatMessage],
+        user_id: str,
+        session_id: str | None = None,
+        *,
+        label: str = "",
+        repeat: int = 0,
+        aliases: Mapping[str, Iterable[str]] | None = None,
+    ) -> AddResult:
+        """:meth:`add` for messages that ``normalise_messages`` already gave (a suite's
+        case, normalised once when it was loaded): the same steps, without normalising
+        again. Raises ``MessageError`` for a bad alias."""
         user = resolve_user_name(msgs)
         named = [m.name for m in msgs if m.is_named_human and m.name]
         try:

@@ -47,7 +47,7 @@ import re
 import unicodedata
 from functools import lru_cache
 
-from hy_eval.conversation._render import is_cjk
+from hy_eval.conversation import is_cjk
 
 #: Spellings of one English title, each group interchangeable.
 EN_TITLES: tuple[tuple[str, ...], ...] = (

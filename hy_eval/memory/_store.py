@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hy_eval.conversation._render import is_cjk
+from hy_eval.conversation import is_cjk
 from hy_eval.memory._subjects import subject_of
 
 _M1 = [

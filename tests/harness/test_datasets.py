@@ -328,14 +328,14 @@ def test_merge_check(data, expected):
         assert line.startswith(start), line
 
 
-def test_validate_merges_flag_reports_file_and_line(tmp_path, capsys):
+def test_validate_checks_merges_unless_told_not_to(tmp_path, capsys):
     f = tmp_path / "s.jsonl"
     f.write_text(
         json.dumps(MERGE_CASES[0][0]) + "\n" + json.dumps({**MERGE_CASES[1][0], "id": "x-2"}) + "\n"
     )
-    assert main(["datasets", "validate", str(f)]) == 0
+    assert main(["datasets", "validate", "--no-merges", str(f)]) == 0
     capsys.readouterr()
-    assert main(["datasets", "validate", "--merges", str(f)]) == 2
+    assert main(["datasets", "validate", str(f)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"{f}:2: expect.untouched: m1 is not returned")
 

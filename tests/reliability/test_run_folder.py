@@ -379,9 +379,9 @@ def test_memory_commands_refuse_meaningless_numbers(tmp_path, capsys):
     flags = ["--provider", "openai", "--base-url", "http://127.0.0.1:9/v1", "--retries", "0"]
     base = ["memory", "add", str(conversation), "--user-id", "tim", "--db", db, *flags]
     assert main([*base, "--timeout", "0"]) == 2
-    assert error_lines(capsys) == ["hy-eval: error: --timeout must be above 0 (got 0.0)"]
+    assert error_lines(capsys) == ["hy-eval: error: --timeout must be above 0 seconds (got 0.0)"]
     assert main([*base, "--timeout", "5", "--retries", "-1"]) == 2
-    assert error_lines(capsys) == ["hy-eval: error: --retries must be at least 0 (got -1)"]
+    assert error_lines(capsys) == ["hy-eval: error: --retries must be 0 or more (got -1)"]
 
 
 def test_a_lock_file_that_is_a_symlink_is_not_followed(tmp_path, capsys):

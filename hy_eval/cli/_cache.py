@@ -1,0 +1,122 @@
+"""``cache stats``, ``cache explain`` and ``cassette record/import``: the answer cache."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from hy_eval._exitcodes import ExitCode
+from hy_eval.cli._errors import UserError
+from hy_eval.cli._model import add_cache_flag, add_model_flags, cache_path, model_options
+
+
+def _existing_cache(args: argparse.Namespace) -> Any:
+    from hy_eval.llm import AnswerCache
+
+    path = cache_path(args)
+    if not Path(path).exists():
+        raise UserError(f"{path}: no cache file")
+    return AnswerCache(path)
+
+
+def cmd_cache_stats(args: argparse.Namespace) -> int:
+    stats = _existing_cache(args).stats()
+    print(f"cache {stats['path']}: {stats['answers']} answers, {stats['bytes']:,} bytes")
+    for row in stats["by_model"]:
+        print(f"  {row['provider']}:{row['model']}  {row['answers']}")
+    return ExitCode.OK
+
+
+def cmd_cache_explain(args: argparse.Namespace) -> int:
+    cache = _existing_cache(args)
+    try:
+        rows = cache.explain(args.key)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    if not rows:
+        raise UserError(f"no cached answer whose key starts with {args.key!r} in {cache.path}")
+    print(json.dumps(rows, ensure_ascii=False, indent=2))
+    return ExitCode.OK
+
+
+def cmd_cassette_record(args: argparse.Namespace) -> int:
+    """Run the suite with the read-write cache and export the answers it used."""
+    import tempfile
+
+    from hy_eval.harness import RunConfig, RunError, Runner
+    from hy_eval.llm import AnswerCache, export_cassette
+
+    options = model_options(args, cache_mode="read-write")
+    out_path = Path(
+        args.file or f"tests/cassettes/{args.suite}.{args.variant}.{args.provider}.jsonl"
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        config = RunConfig.of(
+            options,
+            suite=args.suite,
+            variant=args.variant,
+            out=str(Path(tmp) / "run"),
+            # Every answer must be asked of the cache, to be exported.
+            reuse=False,
+            max_error_rate=0.0,
+        )
+        runner = Runner(config)
+        try:
+            _, summary, code = runner.run()
+        except RunError as exc:
+            raise UserError(str(exc), exc.exit_code) from None
+    if code != ExitCode.OK or runner.llm is None:
+        raise UserError("the recording run had provider errors; nothing written", ExitCode.PROVIDER)
+    n = export_cassette(AnswerCache(cache_path(args)), runner.llm.keys_used, out_path)
+    print(f"cassette written: {out_path} ({n} answers, {summary['cases']} cases)")
+    return ExitCode.OK
+
+
+def cmd_cassette_import(args: argparse.Namespace) -> int:
+    from hy_eval.llm import AnswerCache, import_cassette
+
+    path = cache_path(args)
+    try:
+        n = import_cassette(args.file, AnswerCache(path))
+    except FileNotFoundError:
+        raise UserError(f"{args.file}: file not found") from None
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    print(f"imported {n} answers into {path}")
+    return ExitCode.OK
+
+
+def register(sub: Any) -> None:
+    """The ``cache`` and ``cassette`` sub-commands."""
+    cache = sub.add_parser("cache", help="inspect the answer cache").add_subparsers(
+        dest="cache_command", metavar="ACTION", required=True
+    )
+    p = cache.add_parser("stats", help="answers stored, per provider and model")
+    add_cache_flag(p)
+    p.set_defaults(func=cmd_cache_stats)
+    p = cache.add_parser("explain", help="show what went into a key (to debug misses)")
+    p.add_argument("key", help="a key or its first characters (at least 6)")
+    add_cache_flag(p)
+    p.set_defaults(func=cmd_cache_explain)
+
+
+def register_cassette(sub: Any) -> None:
+    """The ``cassette`` sub-command: record a suite's answers, or load them."""
+    cassette = sub.add_parser("cassette", help="record or import cached answers").add_subparsers(
+        dest="cassette_command", metavar="ACTION", required=True
+    )
+    p = cassette.add_parser("record", help="run a suite and write the answers it used")
+    p.add_argument("--suite", default="multi_speaker")
+    p.add_argument("--variant", default="default")
+    p.add_argument(
+        "--file", help="cassette path (default tests/cassettes/<suite>.<variant>.<provider>.jsonl)"
+    )
+    # The recording always reads and writes the cache: no --cache-mode.
+    add_model_flags(p, cache_mode=False)
+    p.set_defaults(func=cmd_cassette_record)
+    p = cassette.add_parser("import", help="load a cassette into the answer cache")
+    p.add_argument("file")
+    add_cache_flag(p)
+    p.set_defaults(func=cmd_cassette_import)

@@ -1,0 +1,72 @@
+"""``compare`` and ``baseline bless``: two finished runs side by side, and the run that
+later runs are gated against."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from hy_eval._exitcodes import ExitCode
+from hy_eval.cli._errors import UserError
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from hy_eval.harness._compare import CompareError, compare, comparison_text, load_run
+
+    try:
+        result = compare(load_run(args.run_a), load_run(args.run_b), common_only=args.common_only)
+    except CompareError as exc:
+        raise UserError(str(exc)) from None
+    print(comparison_text(result))
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, ensure_ascii=False, indent=1))
+    if args.html:
+        from hy_eval.harness._compare_page import write_compare_page
+
+        try:
+            page = write_compare_page(args.html, result, args.run_a, args.run_b)
+        except OSError as exc:
+            raise UserError(f"{args.html}: cannot write the page ({exc.strerror})") from None
+        print(f"comparison page: {page}")
+    return ExitCode.OK
+
+
+def cmd_baseline_bless(args: argparse.Namespace) -> int:
+    from hy_eval.harness import CompareError, GateConfigError
+    from hy_eval.harness._gate import bless
+
+    try:
+        path = bless(args.run_dir, args.out)
+    except (GateConfigError, CompareError) as exc:
+        raise UserError(str(exc)) from None
+    print(f"baseline written: {path}")
+    return ExitCode.OK
+
+
+def register(sub: Any) -> None:
+    """The ``compare`` and ``baseline`` sub-commands."""
+    p = sub.add_parser("compare", help="paired comparison of two run folders")
+    p.add_argument("run_a")
+    p.add_argument("run_b")
+    p.add_argument(
+        "--common-only",
+        action="store_true",
+        help="compare the shared case ids even when the datasets differ",
+    )
+    p.add_argument("--json", help="also write the comparison as JSON here")
+    p.add_argument(
+        "--html",
+        metavar="OUT",
+        help="also write the comparison page here: differences, flipped cases side by side",
+    )
+    p.set_defaults(func=cmd_compare)
+
+    baseline = sub.add_parser("baseline", help="bless a run as the baseline").add_subparsers(
+        dest="baseline_command", metavar="ACTION", required=True
+    )
+    p = baseline.add_parser("bless", help="write reports/baselines/<suite>.json from a run")
+    p.add_argument("run_dir")
+    p.add_argument("--out", help="baseline path (default reports/baselines/<suite>.json)")
+    p.set_defaults(func=cmd_baseline_bless)

@@ -1,0 +1,103 @@
+"""``datasets ACTION``: checks of the labelled dataset files.
+
+A new action is a ``cmd_datasets_<action>`` function here (the work done in the harness,
+the printing here) and one entry in :func:`register`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from hy_eval._exitcodes import ExitCode
+from hy_eval.cli._errors import UserError
+
+
+def cmd_datasets_validate(args: argparse.Namespace) -> int:
+    from hy_eval.harness import DatasetError, load_suite
+    from hy_eval.harness._dataset import DATASETS_DIR
+
+    targets = (
+        [args.target]
+        if args.target
+        else sorted(p.name for p in DATASETS_DIR.iterdir() if p.is_dir())
+    )
+    problems: list[str] = []
+    for target in targets:
+        try:
+            suite = load_suite(target)
+        except DatasetError as exc:
+            problems.extend(exc.problems)
+        else:
+            langs = {lang: sum(c.lang == lang for c in suite.cases) for lang in ("en", "zh")}
+            print(f"{suite.name}: {len(suite.cases)} cases ok ({langs['en']} en, {langs['zh']} zh)")
+            if not args.no_merges and suite.kind == "memory":
+                from hy_eval.harness._merges import check_suite_merges
+
+                problems.extend(check_suite_merges(suite))
+    for line in problems:
+        print(line, file=sys.stderr)
+    return ExitCode.USAGE if problems else ExitCode.OK
+
+
+def cmd_datasets_import_locomo(args: argparse.Namespace) -> int:
+    from hy_eval.harness._locomo import LocomoError
+    from hy_eval.harness._locomo_cases import import_locomo
+
+    try:
+        stats = import_locomo(Path(args.path), Path(args.out), history_chars=args.history_chars)
+    except LocomoError as exc:
+        raise UserError(str(exc)) from None
+    print(stats.text)
+    return ExitCode.OK
+
+
+def cmd_datasets_stats(args: argparse.Namespace) -> int:
+    from hy_eval.harness import DatasetError, load_suite
+    from hy_eval.harness._datastats import format_stats, suite_stats
+
+    try:
+        stats = suite_stats(load_suite(args.suite), args.discordance)
+    except DatasetError as exc:
+        raise UserError("\n".join(exc.problems)) from None
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    print(json.dumps(stats.as_dict(), indent=1) if args.json else format_stats(stats))
+    return ExitCode.OK
+
+
+def register(sub: Any) -> None:
+    """The ``datasets`` sub-command and its actions."""
+    datasets = sub.add_parser("datasets", help="check dataset files").add_subparsers(
+        dest="datasets_command", metavar="ACTION", required=True
+    )
+    p = datasets.add_parser("validate", help="report every problem as file:line: field: message")
+    p.add_argument("target", nargs="?", help="suite name, folder or .jsonl file (default: all)")
+    p.add_argument(
+        "--no-merges",
+        action="store_true",
+        help="skip the check that every untouched memory can catch a cross-subject merge",
+    )
+    p.set_defaults(func=cmd_datasets_validate)
+    p = datasets.add_parser("import-locomo", help="LoCoMo conversations as a suite folder")
+    p.add_argument("path", help="LoCoMo zip, folder of conversation JSON files, or a JSON list")
+    p.add_argument("--out", required=True, help="suite folder to write (locomo.jsonl)")
+    p.add_argument(
+        "--history-chars",
+        type=int,
+        default=6000,
+        help="characters of earlier turns per case as history (whole session parts; 0: none)",
+    )
+    p.set_defaults(func=cmd_datasets_import_locomo)
+    p = datasets.add_parser("stats", help="what a suite can measure: counts, duplicates, power")
+    p.add_argument("suite", help="suite name, folder or .jsonl file")
+    p.add_argument("--json", action="store_true", help="print the figures as JSON")
+    p.add_argument(
+        "--discordance",
+        type=float,
+        help="share of units two variants disagree on, for the MDE (default: 2p(1-p))",
+    )
+    p.set_defaults(func=cmd_datasets_stats)

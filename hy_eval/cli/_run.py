@@ -1,0 +1,237 @@
+"""``run`` (the default command): a suite, its perturbed runs, a matrix, or the history
+suite; then the gates. The work is the harness's; this module reads flags and prints."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from hy_eval._exitcodes import ExitCode
+from hy_eval.cli._errors import UserError
+from hy_eval.cli._model import add_model_flags, model_options
+
+
+def run_config(args: argparse.Namespace) -> Any:
+    """The ``RunConfig`` of the ``run`` flags: the model options and the run's own."""
+    from hy_eval.harness import RunConfig
+
+    return RunConfig.of(
+        model_options(args),
+        suite=args.suite or "multi_speaker",
+        variant=args.variant,
+        limit=args.limit,
+        filter=args.filter,
+        out=args.out,
+        resume=args.resume,
+        guard=not args.no_guard,
+        reuse=not args.no_reuse,
+        max_error_rate=args.max_error_rate,
+        repeats=args.repeats,
+        pass_k=args.pass_k,
+        prices=args.prices,
+        progress=not args.quiet,
+    )
+
+
+def _load_gates(args: argparse.Namespace) -> Any:
+    if not args.gate:
+        return None
+    from hy_eval.harness import GateConfigError, load_gates
+
+    try:
+        return load_gates(args.gate)
+    except GateConfigError as exc:
+        raise UserError(str(exc)) from None
+
+
+def _perturbations(args: argparse.Namespace) -> list[str]:
+    """The names given to --perturb (none without it); a one-line error for a bad one."""
+    if not args.perturb:
+        return []
+    from hy_eval.harness import parse_perturbations
+
+    try:
+        return parse_perturbations(args.perturb)
+    except ValueError as exc:
+        raise UserError(f"--perturb: {exc}") from None
+
+
+def _print_perturbations(summary: dict[str, Any]) -> None:
+    from hy_eval.harness._metamorphic import terminal_lines
+
+    for line in terminal_lines(summary):
+        print(line)
+
+
+def _is_history_suite(suite: str) -> bool:
+    """Whether ``suite`` is the model-free history suite. Loaded through ``load_suite``,
+    which the runner calls again for the same name; a broken suite is left to the runner,
+    which reports it after checking the settings."""
+    from hy_eval.harness import DatasetError, load_suite
+
+    try:
+        return load_suite(suite).kind == "history"
+    except DatasetError:
+        return False
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from hy_eval.harness import RunError, run_suite, terminal_summary
+
+    if args.suite is None and args.resume is None:
+        raise UserError("give --suite NAME (for example --suite multi_speaker) or --resume DIR")
+    if args.suite and _is_history_suite(args.suite):
+        return cmd_history(args)
+    if args.variants or args.models:
+        return cmd_matrix(args)
+    gates = _load_gates(args)  # a bad gates file fails before any model call
+    perturbations = _perturbations(args)
+    config = run_config(args)
+    try:
+        run_dir, summary, code = run_suite(config, perturbations, args.perturb_seed)
+    except RunError as exc:
+        if exc.exit_code == ExitCode.CACHE_MISS:
+            raise UserError(
+                f"{exc}. If the prompts or the suite changed on purpose, re-record with: "
+                f"hy-eval cassette record --suite {config.suite} --variant {config.variant}",
+                exc.exit_code,
+            ) from None
+        raise UserError(str(exc), exc.exit_code) from None
+    print(terminal_summary(summary, run_dir))
+    _print_perturbations(summary)
+    if code == ExitCode.PROVIDER:
+        rate = summary["metrics"]["error_rate"]["value"]
+        print(
+            f"hy-eval: error: {rate:.1%} of cases failed with provider errors "
+            f"(tolerance {config.max_error_rate:.1%})",
+            file=sys.stderr,
+        )
+        return code
+    if gates is not None:
+        return _apply_gates(gates, summary, run_dir, args.baseline)
+    return code
+
+
+def _apply_gates(gates: Any, summary: dict[str, Any], run_dir: Any, baseline: str | None) -> int:
+    from hy_eval.harness import CompareError, GateConfigError, apply_gates
+
+    try:
+        verdict = apply_gates(gates, summary, run_dir, baseline)
+    except (GateConfigError, CompareError) as exc:
+        raise UserError(str(exc)) from None
+    print(verdict.text, file=sys.stdout if verdict.passed else sys.stderr)
+    return ExitCode.OK if verdict.passed else ExitCode.GATE
+
+
+def cmd_matrix(args: argparse.Namespace) -> int:
+    """Every case under every (model, variant) combination, then the comparisons."""
+    from pathlib import Path
+
+    from hy_eval.harness import MatrixEntry, RunError, run_matrix, terminal_summary
+    from hy_eval.llm import ConfigError, ModelSpec
+
+    perturbations = _perturbations(args)  # a bad name fails before any model call
+    variants = [v for v in (args.variants or args.variant).split(",") if v]
+    try:
+        models = [ModelSpec.parse(m) for m in (args.models or args.provider).split(",") if m]
+    except ConfigError as exc:
+        raise UserError(str(exc)) from None
+    if args.resume:
+        raise UserError("--resume takes a single run folder; resume each combination's folder")
+
+    def show(entry: MatrixEntry) -> None:
+        print(f"== {entry.name}\n{terminal_summary(entry.summary, entry.run_dir)}")
+        _print_perturbations(entry.summary)
+
+    try:
+        result = run_matrix(
+            run_config(args),
+            models,
+            variants,
+            Path(args.out) if args.out else None,
+            perturbations=perturbations,
+            seed=args.perturb_seed,
+            on_run=show,
+        )
+    except RunError as exc:
+        raise UserError(str(exc), exc.exit_code) from None
+    print(result.text)
+    print(f"matrix report: {result.report}")
+    return result.code
+
+
+def cmd_history(args: argparse.Namespace) -> int:
+    from hy_eval.harness._history import run_history_suite
+
+    try:
+        report = run_history_suite(args.suite or "history")
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    print(report.text)
+    return ExitCode.OK if report.passed == report.total else ExitCode.GATE
+
+
+def register(sub: Any) -> None:
+    """The ``run`` sub-command (also what a command line without one runs)."""
+    p = sub.add_parser("run", help="run a suite through the pipeline and score it (default)")
+    _add_selection_flags(p)
+    _add_output_flags(p)
+    _add_repeat_and_matrix_flags(p)
+    add_model_flags(p)
+    p.set_defaults(func=cmd_run)
+
+
+def _add_selection_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--suite", help="suite name under datasets/, a folder or a .jsonl file")
+    p.add_argument("--variant", default="default", help="prompt variant (default: default)")
+    p.add_argument("--limit", type=int, help="run only the first N cases (after --filter)")
+    p.add_argument("--filter", help="lang=zh,tag=adversarial,rule=A2,id=... (all must hold)")
+    p.add_argument("--no-guard", action="store_true", help="switch the cross-subject guard off")
+    p.add_argument(
+        "--no-reuse",
+        action="store_true",
+        help="run every case even if its finished record is in the cache (answers still "
+        "come from the cache)",
+    )
+
+
+def _add_output_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--out", help="run folder (default reports/<time>-<suite>-<model>-<variant>)")
+    p.add_argument(
+        "--resume",
+        metavar="DIR",
+        help="finish an interrupted run in DIR (with the run's --provider, --model, --base-url)",
+    )
+    p.add_argument(
+        "--max-error-rate",
+        type=float,
+        default=0.1,
+        help="exit 3 when more cases than this fail with provider errors (default 0.1)",
+    )
+    p.add_argument("--prices", help="TOML file extending the price table")
+    p.add_argument("--quiet", action="store_true", help="no progress output")
+    p.add_argument("--gate", help="gates TOML: fail (exit 1) when a gated metric regresses")
+    p.add_argument("--baseline", help="baseline file (default reports/baselines/<suite>.json)")
+
+
+def _add_repeat_and_matrix_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--repeats",
+        type=int,
+        default=1,
+        help="run each case N times (distinct cache keys; use --temperature > 0)",
+    )
+    p.add_argument(
+        "--pass-k",
+        type=int,
+        help="with --repeats: a case passes when K of its N repeats pass (default N)",
+    )
+    p.add_argument("--variants", help="matrix run: comma-separated prompt variants")
+    p.add_argument("--models", help="matrix run: local,openai:gpt-4o-mini,anthropic:MODEL")
+    p.add_argument(
+        "--perturb",
+        help="also run the suite perturbed (rename,swap_perspective,anthropic,name_line,order)"
+        " into RUN/perturb/<name>/ and report consistency (docs/metrics.md)",
+    )
+    p.add_argument("--perturb-seed", type=int, default=0, help="seed of the perturbations")

@@ -1,0 +1,101 @@
+"""``ModelOptions``: which model to ask and how, in one object.
+
+The command line builds it once from the model flags (``--provider``, ``--model``,
+``--base-url``, ``--api-key``, ``--structured``, ``--timeout``, ``--retries``,
+``--retry-delay``, ``--temperature``, ``--cache-mode``, ``--cache``; ``run`` adds
+``--concurrency``). ``memory add`` builds its client from it, and ``run`` hands it to the
+runner through ``RunConfig``, whose model fields carry the same names, so a flag cannot
+reach one command and be dropped by the other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from hy_eval.llm._base import ConfigError
+
+if TYPE_CHECKING:
+    from hy_eval.llm._client import LLMClient
+
+DEFAULT_CACHE_PATH = ".hy_eval/cache.sqlite"
+
+
+@dataclass(frozen=True)
+class ModelOptions:
+    """How to reach one model and ask it. Field names match ``RunConfig``'s."""
+
+    #: ``local`` (embedded llama.cpp), ``openai`` (and compatible servers) or ``anthropic``.
+    provider: str = "local"
+    #: Model id, or a GGUF path for ``local``; ``None`` for the provider's default.
+    model: str | None = None
+    #: Endpoint of an OpenAI-compatible or Anthropic server.
+    base_url: str | None = None
+    #: The key; ``None`` reads the provider's environment variable. Never written anywhere.
+    api_key: str | None = field(default=None, repr=False)
+    #: openai only: how to ask for JSON (``json_schema``, ``tools``, ``auto``, ...).
+    structured: str | None = None
+    #: Seconds per call.
+    timeout: float = 120.0
+    #: Retries per call for errors that a retry can cure.
+    retries: int = 4
+    #: First backoff delay in seconds, doubling per retry.
+    retry_base_delay: float = 0.5
+    #: Calls at once; ``None`` for the provider's default.
+    concurrency: int | None = None
+    #: Sampling temperature of every request.
+    temperature: float = 0.0
+    #: ``read-write``, ``replay-only``, ``off`` or ``refresh``.
+    cache_mode: str = "read-write"
+    #: The answer cache file (``None`` only with ``cache_mode="off"``).
+    cache_path: str | None = DEFAULT_CACHE_PATH
+
+    def problem(self) -> str | None:
+        """A one-line problem with the numbers or choices, or ``None``. Worded like the
+        runner's own settings check (``_runfolder.settings_problem``)."""
+        if not _number(self.timeout) or self.timeout <= 0:
+            return f"--timeout must be above 0 seconds (got {self.timeout!r})"
+        if not _integer(self.retries) or self.retries < 0:
+            return f"--retries must be 0 or more (got {self.retries!r})"
+        if not _number(self.retry_base_delay) or self.retry_base_delay < 0:
+            return f"--retry-delay must be 0 or more (got {self.retry_base_delay!r})"
+        if self.concurrency is not None and (
+            not _integer(self.concurrency) or self.concurrency < 1
+        ):
+            return f"--concurrency must be at least 1 (got {self.concurrency!r})"
+        if not _number(self.temperature) or self.temperature < 0:
+            return f"--temperature must be 0 or more (got {self.temperature!r})"
+        if self.structured and self.provider != "openai":
+            return "--structured applies to the openai provider only"
+        return None
+
+    def client(self) -> LLMClient:
+        """The provider and its ``LLMClient`` (cache, retries, timeout, concurrency).
+        Raises ``ConfigError`` for a bad setting, a missing key or an unknown provider."""
+        from hy_eval.llm._providers import build_client
+
+        problem = self.problem()
+        if problem:
+            raise ConfigError(problem)
+        return build_client(
+            self.provider,
+            self.model,
+            base_url=self.base_url,
+            api_key=self.api_key,
+            options={"structured": self.structured} if self.structured else None,
+            cache_path=self.cache_path,
+            cache_mode=self.cache_mode,
+            concurrency=self.concurrency,
+            timeout=self.timeout,
+            retries=self.retries,
+            retry_base_delay=self.retry_base_delay,
+        )
+
+
+def _number(value: object) -> bool:
+    """A real number (not a bool, not NaN)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value
+
+
+def _integer(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)

@@ -1,0 +1,56 @@
+"""The matrix's pure parts (``hy_eval.harness._matrix``); a whole matrix run through the
+CLI is in ``test_gates.py::test_matrix_run_over_two_variants``."""
+
+from pathlib import Path
+
+import pytest
+
+from hy_eval.harness import MatrixEntry, MatrixResult, RunConfig, RunError, run_matrix
+from hy_eval.harness._matrix import combination_name, flipped_sections, metric_table
+from hy_eval.harness._scoring import METRICS
+from hy_eval.llm import ModelSpec
+
+
+def entry(name, value, tokens=(300, 100), cases=4):
+    metrics = {m: {"value": value} for m in METRICS}
+    metrics["fact_recall"] = {"value": None}
+    summary = {
+        "metrics": metrics,
+        "tokens": {"input": tokens[0], "output": tokens[1]},
+        "cases": cases,
+    }
+    return MatrixEntry(name, Path(name), summary, 0)
+
+
+def test_combination_names_are_folder_names():
+    assert combination_name(ModelSpec.parse("local"), "default") == "local--default"
+    spec = ModelSpec.parse("openai:org/model:v1")
+    assert combination_name(spec, "no_examples") == "openai_org_model_v1--no_examples"
+
+
+def test_metric_table_has_a_row_per_metric_and_tokens_per_case():
+    lines = metric_table([entry("a--default", 0.5), entry("b--default", 0.75)])
+    assert lines[0] == "| metric | a--default | b--default |"
+    assert "| case_pass | 0.500 | 0.750 |" in lines
+    assert "| fact_recall | n/a | n/a |" in lines
+    assert lines[-1] == "| tokens per case | 100 | 100 |"
+    assert len(lines) == 2 + len(METRICS) + 1
+
+
+def test_flipped_cases_link_both_reports():
+    result = MatrixResult(Path("m"), [entry("a", 1.0), entry("b", 0.5)])
+    result.comparisons = [{"flipped": [{"id": "c1", "change": "broken", "diff": {"facts": 1}}]}]
+    text = "\n".join(flipped_sections(result))
+    assert "### Flipped cases: b against a" in text
+    assert "[compare-b.html](compare-b.html)" in text
+    assert "| c1 | broken | [A](a/report.html#c1) / [B](b/report.html#c1) | facts |" in text
+
+
+def test_the_worst_exit_code_is_the_matrix_code():
+    entries = [entry("a", 1.0), MatrixEntry("b", Path("b"), {}, 3)]
+    assert MatrixResult(Path("m"), entries).code == 3
+
+
+def test_a_matrix_without_models_is_refused(tmp_path):
+    with pytest.raises(RunError, match="at least one model"):
+        run_matrix(RunConfig(), [], ["default"], tmp_path)
