@@ -1,6 +1,7 @@
 """Dataset validation (E1): every problem as file:line: field: message, exit code 2."""
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -247,6 +248,42 @@ def test_shipped_suites_are_valid_and_meet_the_brief(capsys):
     assert len(load_suite("history").cases) >= 40
 
 
+def test_shipped_multi_speaker_suite_has_the_size_and_shape_of_issue_18():
+    """Issue 18, item 5: size, native Chinese, merges, per-rule checks, long conversations,
+    M5 in Anthropic form, no user name on more than 5% of the cases."""
+    from collections import Counter
+
+    from hy_eval.harness._datastats import suite_stats
+
+    suite = load_suite("multi_speaker")
+    st = suite_stats(suite)
+    n = len(suite.refs)
+    assert n >= 300
+    # zh.jsonl mirrors en.jsonl scenario by scenario; the other Chinese files are native.
+    native_zh = sum(r.lang == "zh" and r.file.name != "zh.jsonl" for r in suite.refs)
+    assert native_zh / n >= 0.40, native_zh
+    assert st.merge_cases >= 80
+    for rule in ("P2", "P4", "A6", "A7", "R3"):
+        assert st.checked_rules[rule] >= 10, rule
+    assert sum(m >= 6 for m in st.messages) >= n / 3
+    anthropic = [
+        c
+        for c in suite.cases
+        if any(
+            isinstance(m.get("content"), list)
+            and any(
+                isinstance(p, dict) and p.get("type") in ("tool_use", "thinking")
+                for p in m["content"]
+            )
+            for m in c.messages
+        )
+    ]
+    assert len(anthropic) >= 3
+    names = Counter(c.speakers.user_name for c in suite.cases if c.speakers.user_name)
+    assert max(names.values()) <= 0.05 * n, names.most_common(3)
+    assert st.duplicates == []
+
+
 def test_filter():
     suite = load_suite("multi_speaker")
     zh_adv = filter_cases(suite.cases, "lang=zh,tag=adversarial")
@@ -365,3 +402,25 @@ def test_merge_check_finds_expected_operations_no_fact_can_reach():
         "expect.operations: m2 (user) is not returned by the store search for any gold fact "
         "of its subject, so reconcile cannot change it"
     ]
+
+
+def test_no_case_copies_a_prompt_example():
+    """Issue 18: a case that repeats a prompt's worked example measures recall of the prompt,
+    not attribution. The share of a case's character 3-grams found in one prompt file's
+    example lines stays under 0.6 (the old ms-en-0001, a copy of the default example, had
+    0.85; ordinary short cases reach about 0.4 on common words)."""
+    import re
+
+    from hy_eval.harness._datastats import _grams
+    from hy_eval.harness._keywords import canonical
+
+    examples = []
+    for path in sorted((Path(__file__).parents[2] / "prompts").glob("*/*.j2")):
+        lines = re.findall(r"^\[[^\]]+\]:\s*(.*)$", path.read_text(encoding="utf-8"), re.M)
+        if lines:
+            examples.append(_grams(canonical("\n".join(lines))))
+    assert examples
+    for case in load_suite("multi_speaker").cases:
+        grams = _grams(canonical("\n".join(m.content for m in case.normalised)))
+        share = max(len(grams & e) / len(grams) for e in examples)
+        assert share < 0.6, (case.id, round(share, 3))
