@@ -20,7 +20,7 @@ from typing import Any
 
 from hy_eval.harness._compare import Z_80, Z_975, minimum_detectable_effect
 from hy_eval.harness._dataset import Case, Suite
-from hy_eval.harness._keywords import canonical
+from hy_eval.harness._keywords import canonical, members
 from hy_eval.harness._merges import Retrieval, retrieval
 from hy_eval.memory._names import core_name
 
@@ -85,7 +85,7 @@ def checked_rules(case: Case, found: Retrieval | None = None) -> set[str]:
         out.add("M5")
     if "user" in subjects and named and case.speakers.user_name:
         out.add("M6")
-    if any(a.without for a in e.absent):
+    if _circle_check(case):
         out.add("A6")
     if _two_subjects_one_fact(case):
         out.add("A7")
@@ -103,6 +103,27 @@ def checked_rules(case: Case, found: Retrieval | None = None) -> set[str]:
     if case.existing and e.facts:
         out |= _reconcile_rules(case, found or retrieval(case))
     return out
+
+
+# Words that name a speaker's role rather than a person of their circle.
+_ROLE_WORDS = frozenset({"user", "the user", "用户", "assistant", "the assistant", "助手", "ai"})
+
+
+def _circle_check(case: Case) -> bool:
+    """An absent check with a ``without`` item that names none of the speakers: "a fact
+    about the user that mentions Oslo but not Theo" (A6). A ``without`` that only exempts
+    facts naming a speaker ("... unless it names John") tests attribution, not A6."""
+    people = [*case.named_speakers, *filter(None, [case.speakers.user_name])]
+    speakers = {f.casefold() for n in people for f in case.speakers.forms_of(n)}
+
+    def names_a_speaker(word: str) -> bool:
+        return word in _ROLE_WORDS or any(s in word for s in speakers)
+
+    return any(
+        not any(names_a_speaker(w.casefold()) for w in members([item]))
+        for check in case.expect.absent
+        for item in check.without
+    )
 
 
 def _two_subjects_one_fact(case: Case) -> bool:

@@ -53,8 +53,13 @@ def test_rules_come_from_checks_not_tags():
     assert not {"R1", "R2", "R3"} & checked_rules(unrelated)
     same = case(existing=[{"id": "m1", "text": "John drinks black coffee every morning."}])
     assert "R3" in checked_rules(same) and "R1" not in checked_rules(same)
-    a6 = case(absent=[{"subject": "user", "keywords": ["coffee"], "without": ["John"]}])
+    a6 = case(absent=[{"subject": "user", "keywords": ["coffee"], "without": ["Theo"]}])
     assert {"A6", "A1", "M1", "M6"} <= checked_rules(a6)
+    # A `without` that only exempts facts naming a speaker tests attribution, not A6.
+    exempt = case(
+        absent=[{"subject": "user", "keywords": ["coffee"], "without": [["John", "user"]]}]
+    )
+    assert "A6" not in checked_rules(exempt) and "A1" in checked_rules(exempt)
     a7 = case(
         facts=[
             {"subject": "John", "owner": "user", "keywords": ["black coffee"]},
