@@ -1,6 +1,7 @@
 """The harness: labelled datasets, the runner, scoring, statistics and reports (E1-E3,
 E6-E7)."""
 
+from hy_eval.harness._casestep import run_case
 from hy_eval.harness._dataset import (
     RULE_IDS,
     Case,
@@ -10,9 +11,17 @@ from hy_eval.harness._dataset import (
     filter_cases,
     load_suite,
 )
-from hy_eval.harness._frame import load_run
+from hy_eval.harness._frame import cases_frame
 from hy_eval.harness._report import terminal_summary, write_reports
-from hy_eval.harness._runner import RunConfig, RunError, Runner, run_case
+from hy_eval.harness._runlog import (
+    CaseRecord,
+    RunFolderError,
+    RunLog,
+    RunManifest,
+    read_records,
+    read_run,
+)
+from hy_eval.harness._runner import RunConfig, RunError, Runner
 from hy_eval.harness._scoring import METRICS, CaseScore, Outcome, score_case
 from hy_eval.harness._stats import ratio_with_ci
 
@@ -20,18 +29,24 @@ __all__ = [
     "METRICS",
     "RULE_IDS",
     "Case",
+    "CaseRecord",
     "CaseScore",
     "DatasetError",
     "HistoryCase",
     "Outcome",
     "RunConfig",
     "RunError",
+    "RunFolderError",
+    "RunLog",
+    "RunManifest",
     "Runner",
     "Suite",
+    "cases_frame",
     "filter_cases",
-    "load_run",
     "load_suite",
     "ratio_with_ci",
+    "read_records",
+    "read_run",
     "run_case",
     "score_case",
     "terminal_summary",
