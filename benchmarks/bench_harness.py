@@ -3,6 +3,7 @@
     python benchmarks/bench_harness.py throughput [--cases 1000] [--concurrency 32] [--delay 0.1]
     python benchmarks/bench_harness.py memory [--small 1000] [--large 10000]
     python benchmarks/bench_harness.py startup
+    python benchmarks/bench_harness.py tricks [--cases 1000] [--stores 500]
 
 Cases are generated from the real suites by renaming speakers. The loopback server, in a
 process of its own (``server_process.py``), answers every call after a fixed delay with one
@@ -23,6 +24,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -216,9 +218,177 @@ def startup(_args: argparse.Namespace) -> None:
     )
 
 
+# -- speed tricks against the simple version (issue 16) -----------------------------------
+
+
+def _store_case(store, k: int) -> None:  # type: ignore[no-untyped-def]
+    """A case's store work: seed a memory, add two, search, read the user back."""
+    with store.transaction():
+        store.add_l1_raw("tim", f"[user]: hello {k}")
+        store.insert("tim", f"The user likes tea {k}.", "user", "seed")
+    with store.transaction():
+        store.insert("tim", f"John is a nurse in Berlin {k}.", "user")
+        store.insert("tim", f"The user works at Stripe {k}.", "user")
+        store.write_profile("tim", {"name": "Tim"})
+    store.search("nurse Berlin", "tim")
+    store.snapshot("tim")
+
+
+def _migrated_store():  # type: ignore[no-untyped-def]
+    """The simple version: a new in-memory store that runs every migration itself."""
+    from hy_eval.memory import MemoryStore
+
+    store = MemoryStore.__new__(MemoryStore)
+    store._clear_sql = None
+    store._fresh_memory_db()
+    store.db.execute("PRAGMA foreign_keys = ON")
+    return store
+
+
+def store_tricks(n: int) -> dict[str, float]:
+    """Milliseconds per case of store set-up plus a case's store work, three ways."""
+    from hy_eval.memory import MemoryStore
+
+    MemoryStore().close()  # the template, made once per process, is not a per-case cost
+    out: dict[str, float] = {}
+    for name in ("new store, migrated", "new store from template", "one store, clear()"):
+        reused = MemoryStore()
+        started = time.perf_counter()
+        for k in range(n):
+            if name == "one store, clear()":
+                _store_case(reused, k)
+                reused.clear()
+                continue
+            store = _migrated_store() if name == "new store, migrated" else MemoryStore()
+            _store_case(store, k)
+            store.close()
+        out[name] = (time.perf_counter() - started) / n * 1000
+    return out
+
+
+def _report_child(mode: str, run_dir: str) -> None:
+    """In a fresh process (matplotlib not yet imported): time the report of ``run_dir``.
+    ``worker`` starts the plot worker first and gives it 3 s, as the case phase would."""
+    from hy_eval.harness import _report
+    from hy_eval.harness._runlog import read_run
+
+    manifest = read_run(run_dir).manifest.model_dump(mode="json")
+    plotter = None
+    if mode == "worker":
+        from hy_eval.harness._plots import PlotWorker
+
+        plotter = PlotWorker.start()
+        time.sleep(3.0)
+    started = time.perf_counter()
+    _report.write_reports(Path(run_dir), manifest, {}, 0.0, plotter=plotter)
+    print(time.perf_counter() - started)
+    if plotter is not None:
+        plotter.close()
+
+
+def report_tricks(run_dir: Path, cache: Path) -> dict[str, float]:
+    """Seconds of the report of ``run_dir``: plots in-process vs by the worker process
+    (each in a fresh process), and, warm, computed vs taken from the report memo."""
+    out: dict[str, float] = {}
+    for mode, name in (("inline", "plots in-process (cold)"), ("worker", "plot worker (cold)")):
+        proc = subprocess.run(
+            [sys.executable, __file__, "_report", mode, str(run_dir)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        out[name] = float(proc.stdout.strip().splitlines()[-1])
+    from hy_eval.harness import _report
+    from hy_eval.harness._reuse import ResultCache
+    from hy_eval.harness._runlog import read_run
+
+    manifest = read_run(run_dir).manifest.model_dump(mode="json")
+    memo = ResultCache(cache)
+    _report.write_reports(run_dir, manifest, {}, 0.0, memo=memo, memo_read=False)  # warm, store
+    started = time.perf_counter()
+    _report.write_reports(run_dir, manifest, {}, 0.0)
+    out["report computed (warm)"] = time.perf_counter() - started
+    started = time.perf_counter()
+    _report.write_reports(run_dir, manifest, {}, 0.0, memo=memo)
+    out["report from the memo (warm)"] = time.perf_counter() - started
+    memo.close()
+    return out
+
+
+def row_tricks(records: Path, copies: int) -> dict[str, tuple[float, float]]:
+    """Peak MiB and seconds of holding ``copies`` x the records' counts and labels: one
+    dict per record (the simple version) vs ``RecordRows`` (tuples and one float array)."""
+    import tracemalloc
+
+    from hy_eval.harness._aggregate import RecordRows
+    from hy_eval.harness._runlog import read_records
+    from hy_eval.harness._scoring import METRICS
+
+    recs = list(read_records(records))
+    out: dict[str, tuple[float, float]] = {}
+    for name in ("dict per record", "RecordRows"):
+        tracemalloc.start()
+        started = time.perf_counter()
+        held: Any = RecordRows() if name == "RecordRows" else []
+        for k in range(copies):
+            for rec in recs:
+                if name == "RecordRows":
+                    held.add(rec)
+                    continue
+                counts = rec.score.get("counts", {})
+                row = {"id": f"{rec.id}-{k}", "repeat": rec.repeat, "lang": rec.lang}
+                row.update(rules=list(rec.rules), tags=list(rec.tags), passed=rec.passed)
+                for m in METRICS:
+                    row[f"{m}_num"], row[f"{m}_den"] = counts.get(m, (0, 0))
+                held.append(row)
+        seconds = time.perf_counter() - started
+        peak = tracemalloc.get_traced_memory()[1] / 2**20
+        tracemalloc.stop()
+        out[name] = (peak, seconds)
+        del held
+    return out
+
+
+def tricks(args: argparse.Namespace) -> None:
+    warm_imports()
+    stores = store_tricks(args.stores)
+    floor_per_case = None
+    with tempfile.TemporaryDirectory() as tmp:
+        suite = generate_suite(Path(tmp) / "bench", args.cases)
+        with ServerProcess(args.delay) as server:
+            run_dir = Path(tmp) / "run"
+            wall, summary = run_harness(
+                suite, server.openai_url, Path(tmp) / "c.sqlite", run_dir, 32, "off"
+            )
+            calls = server.count
+            floor = asyncio.run(bare_loop(server.openai_url, calls, 32))
+            floor_per_case = floor / args.cases * 1000
+        reports = report_tricks(run_dir, Path(tmp) / "memo.sqlite")
+        rows = row_tricks(run_dir / "cases.jsonl", 10_000 // args.cases or 1)
+    print(
+        f"store, per case ({args.stores} cases; floor per case at concurrency 32: "
+        f"{floor_per_case:.2f} ms of wall)"
+    )
+    for name, ms in stores.items():
+        print(f"  {name:<30}{ms:>8.3f} ms")
+    print(
+        f"RATIO case phase/floor = {summary['wall_s'] / floor:.3f} (target <= 1.10); "
+        f"whole run {wall:.2f} s"
+    )
+    print(f"report of {args.cases} cases (floor {floor:.2f} s)")
+    for name, secs in reports.items():
+        print(f"  {name:<30}{secs:>8.3f} s")
+    print(f"rows of {10_000 // args.cases * args.cases or args.cases} records")
+    for name, (peak, secs) in rows.items():
+        print(f"  {name:<30}{peak:>8.1f} MiB peak{secs:>8.3f} s")
+
+
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "_rss":
         _rss_child(*sys.argv[2:5])
+        return
+    if len(sys.argv) > 1 and sys.argv[1] == "_report":
+        _report_child(*sys.argv[2:4])
         return
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="what", required=True)
@@ -233,6 +403,11 @@ def main() -> None:
     p.set_defaults(func=memory)
     p = sub.add_parser("startup")
     p.set_defaults(func=startup)
+    p = sub.add_parser("tricks")
+    p.add_argument("--cases", type=int, default=1000)
+    p.add_argument("--stores", type=int, default=500)
+    p.add_argument("--delay", type=float, default=0.1)
+    p.set_defaults(func=tricks)
     args = ap.parse_args()
     args.func(args)
 

@@ -436,7 +436,8 @@ def cmd_matrix(args: argparse.Namespace) -> int:
     import datetime as dt
 
     from hy_eval.harness import RunError, terminal_summary
-    from hy_eval.harness._compare import compare, comparison_text, holm, load_run
+    from hy_eval.harness._compare import compare, comparison_text, holm
+    from hy_eval.harness._compare import run_outcomes as load_run
     from hy_eval.llm import ConfigError, ModelSpec
 
     _perturbations(args)  # a bad name fails before any model call
@@ -526,7 +527,8 @@ def cmd_matrix(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from hy_eval.harness._compare import CompareError, compare, comparison_text, load_run
+    from hy_eval.harness._compare import CompareError, compare, comparison_text
+    from hy_eval.harness._compare import run_outcomes as load_run
 
     try:
         result = compare(load_run(args.run_a), load_run(args.run_b), common_only=args.common_only)

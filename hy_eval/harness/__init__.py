@@ -12,6 +12,7 @@ from hy_eval.harness._dataset import (
     load_suite,
 )
 from hy_eval.harness._frame import cases_frame
+from hy_eval.harness._plan import RunError
 from hy_eval.harness._report import terminal_summary, write_reports
 from hy_eval.harness._runlog import (
     CaseRecord,
@@ -21,7 +22,7 @@ from hy_eval.harness._runlog import (
     read_records,
     read_run,
 )
-from hy_eval.harness._runner import RunConfig, RunError, Runner
+from hy_eval.harness._runner import RunConfig, Runner
 from hy_eval.harness._scoring import METRICS, CaseScore, Outcome, score_case
 from hy_eval.harness._stats import ratio_with_ci
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import re
 import signal
 import sys
 import time
@@ -20,35 +19,23 @@ from typing import Any
 from hy_eval._exitcodes import ExitCode
 from hy_eval._redact import redact_tree
 from hy_eval.harness._casestep import run_case
-from hy_eval.harness._dataset import (
-    DATASETS_DIR,
-    CaseRef,
-    DatasetError,
-    Suite,
-    filter_cases,
-    load_suite,
-)
-from hy_eval.harness._perturb import perturb_suite
+from hy_eval.harness._dataset import CaseRef, DatasetError, Suite
+from hy_eval.harness._plan import RunError, RunPlan, plan_run
 from hy_eval.harness._progress import Progress, structured_note
 from hy_eval.harness._report import write_reports
 from hy_eval.harness._reuse import ResultCache, case_record_key, record_identity
 from hy_eval.harness._runfolder import (
     FolderLock,
-    apply_saved,
-    folder_problem,
     lock_folder,
     model_mismatch,
     resume_command,
-    settings_problem,
 )
 from hy_eval.harness._runlog import (
     RECORDS_NAME,
     RecordWriter,
-    RunFolderError,
     RunManifest,
     git_state,
     package_versions,
-    read_manifest,
     repair_records,
     write_manifest,
 )
@@ -61,18 +48,7 @@ from hy_eval.llm import (
     Usage,
     build_client,
 )
-from hy_eval.memory import MemoryStore, PromptError, PromptLibrary
-from hy_eval.memory._prompts import LANGUAGES, STAGES
-
-REPORTS_DIR = Path("reports")
-
-
-class RunError(Exception):
-    """A run that cannot start or go on; ``exit_code`` is the CLI's."""
-
-    def __init__(self, message: str, exit_code: int = ExitCode.USAGE) -> None:
-        super().__init__(message)
-        self.exit_code = exit_code
+from hy_eval.memory import MemoryStore, PromptLibrary
 
 
 @dataclass
@@ -115,22 +91,6 @@ class RunConfig:
         return redact_tree(d)
 
 
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-")[:60] or "model"
-
-
-@dataclass
-class _Plan:
-    """What a run is about to do, decided before any model is asked."""
-
-    suite: Suite
-    cases: list[CaseRef]
-    prompts: PromptLibrary
-    run_dir: Path
-    #: The manifest of the run being resumed, or None for a new run.
-    previous: RunManifest | None
-
-
 class Runner:
     """Runs (or resumes) one suite with one model and writes its run folder and reports.
     ``suite``, when given, is the suite ``config.suite`` names, already loaded."""
@@ -147,79 +107,6 @@ class Runner:
         self.records_reused = 0
 
     # -- setting up ------------------------------------------------------------------
-
-    def _load_suite(self) -> Suite:
-        if self._suite is not None and self._suite.name == Path(self.config.suite).name:
-            return self._suite
-        try:
-            return load_suite(self.config.suite)
-        except DatasetError as exc:
-            raise RunError("dataset error: " + "; ".join(exc.problems[:5])) from None
-
-    def _select(self, suite: Suite) -> tuple[Suite, list[CaseRef]]:
-        """The suite's cases this run runs: filtered, limited, perhaps perturbed."""
-        cfg = self.config
-        if suite.kind != "memory":
-            raise RunError(f"suite {suite.name!r} has no model cases; run it with --suite history")
-        try:
-            cases = filter_cases(suite.refs, cfg.filter)
-        except ValueError as exc:
-            raise RunError(str(exc)) from None
-        if cfg.limit is not None:
-            cases = cases[: cfg.limit]
-        if cfg.perturb and cases:
-            # After the filter and limit: the perturbed run pairs with the base run's cases.
-            suite = perturb_suite(suite, cases, cfg.perturb, cfg.perturb_seed)
-            cases = list(suite.refs)
-        if not cases:
-            raise RunError(f"no case of suite {suite.name!r} matches the filter")
-        return suite, cases
-
-    def _prepare(self) -> _Plan:
-        cfg = self.config
-        previous: RunManifest | None = None
-        if cfg.resume:
-            try:
-                previous = read_manifest(Path(cfg.resume))
-            except RunFolderError as exc:
-                raise RunError(str(exc)) from None
-            # Provider, model and base URL stay the command line's (checked in run()).
-            apply_saved(cfg, previous.params)
-        problem = settings_problem(cfg)
-        if problem:
-            raise RunError(f"{cfg.resume}/manifest.json: {problem}" if cfg.resume else problem)
-        suite, cases = self._select(self._load_suite())
-        try:
-            prompts = PromptLibrary(cfg.variant)
-            for stage in STAGES:
-                for lang in LANGUAGES:
-                    prompts.template(stage, lang)
-        except PromptError as exc:
-            raise RunError(str(exc)) from None
-        if previous is not None and previous.dataset_hash != suite.hash:
-            raise RunError(
-                f"{cfg.resume}: the dataset changed since this run started; start a new run"
-            )
-        if previous is not None and previous.prompt_hashes != prompts.file_hashes():
-            raise RunError(f"{cfg.resume}: the prompts changed since this run started")
-        run_dir = Path(cfg.resume) if cfg.resume else self._new_folder(suite)
-        problem = folder_problem(run_dir, [DATASETS_DIR, *{f.parent for f in suite.files}])
-        if problem:
-            raise RunError(problem)
-        # The folder is made once the model is set up (run()): a bad flag leaves nothing.
-        return _Plan(suite, cases, prompts, run_dir, previous)
-
-    def _new_folder(self, suite: Suite) -> Path:
-        cfg = self.config
-        if cfg.out:
-            run_dir = Path(cfg.out)
-        else:
-            stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-            model = _slug(cfg.model or cfg.provider)
-            run_dir = REPORTS_DIR / f"{stamp}-{suite.name}-{model}-{cfg.variant}"
-        if (run_dir / RECORDS_NAME).exists():
-            raise RunError(f"{run_dir}: already holds a run; use --resume {run_dir}")
-        return run_dir
 
     def _build_client(self) -> LLMClient:
         cfg = self.config
@@ -240,7 +127,7 @@ class Runner:
         except ConfigError as exc:
             raise RunError(str(exc)) from None
 
-    def _client(self, plan: _Plan) -> LLMClient:
+    def _client(self, plan: RunPlan) -> LLMClient:
         """The model client; on a resume, only the model the run was started with."""
         previous, cfg = plan.previous, self.config
         if previous is not None and previous.provider != cfg.provider:
@@ -258,7 +145,7 @@ class Runner:
                 raise RunError(problem)
         return llm
 
-    def _manifest(self, plan: _Plan, llm: LLMClient) -> RunManifest:
+    def _manifest(self, plan: RunPlan, llm: LLMClient) -> RunManifest:
         now = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
         previous = plan.previous
         manifest = {
@@ -294,7 +181,7 @@ class Runner:
         write_manifest(run_dir, manifest)
 
     def _open_reuse(
-        self, plan: _Plan, llm: LLMClient, prices: PriceTable, manifest: RunManifest
+        self, plan: RunPlan, llm: LLMClient, prices: PriceTable, manifest: RunManifest
     ) -> None:
         """The result cache and this run's record identity (see ``_reuse.py``)."""
         cfg = self.config
@@ -329,7 +216,7 @@ class Runner:
 
     def _run(self) -> tuple[Path, dict[str, Any], int]:
         cfg = self.config
-        plan = self._prepare()
+        plan = plan_run(self.config, self._suite)
         llm = self._client(plan)
         try:
             prices = PriceTable.load(cfg.prices)
@@ -354,7 +241,7 @@ class Runner:
         code = ExitCode.PROVIDER if error_rate > cfg.max_error_rate else ExitCode.OK
         return plan.run_dir, summary, code
 
-    def _announce(self, plan: _Plan, llm: LLMClient, done: int) -> None:
+    def _announce(self, plan: RunPlan, llm: LLMClient, done: int) -> None:
         cfg = self.config
         repeats = (
             f", {cfg.repeats} repeats at temperature {cfg.temperature:g}" if cfg.repeats > 1 else ""
@@ -368,7 +255,7 @@ class Runner:
 
     def _execute(
         self,
-        plan: _Plan,
+        plan: RunPlan,
         todo: dict[str, list[int]],
         llm: LLMClient,
         prices: PriceTable,
