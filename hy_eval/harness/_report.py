@@ -4,13 +4,13 @@ contained, plots embedded, the cases as data for the page's case table and case 
 
 Records are read from ``cases.jsonl`` once, streaming, into a small table of metric counts
 (pandas), the token and cost totals, the confusion counts and what the page shows of at
-most ``DRILLDOWN_LIMIT`` cases, failed ones first. Nothing holds every record in memory. With a
-result cache (``_reuse.py``) a report of the same records is reused rather than computed.
+most ``DRILLDOWN_LIMIT`` cases, failed ones first. Nothing holds every record in memory. The counts,
+breakdowns and k-of-n repeat verdicts are ``_aggregate.py``'s, shared with the comparison
+of two runs.
 """
 
 from __future__ import annotations
 
-import base64
 import re
 from collections import Counter
 from pathlib import Path
@@ -24,9 +24,8 @@ from hy_eval.harness._aggregate import (
     repeat_summary,
 )
 from hy_eval.harness._pages import case_entry, report_page
-from hy_eval.harness._plots import Plotter
-from hy_eval.harness._reuse import ResultCache, report_key
-from hy_eval.harness._runlog import CaseRecord, read_records, write_json
+from hy_eval.harness._plots import draw
+from hy_eval.harness._runlog import RECORDS_NAME, CaseRecord, read_records, write_json
 from hy_eval.harness._scoring import METRICS, SUBJECT_KINDS
 from hy_eval.harness._stats import ratio_with_ci
 
@@ -95,22 +94,24 @@ def _confusion(counts: Counter[tuple[str, str]]) -> dict[str, dict[str, int]]:
 
 
 def _results(
-    records: Path, wanted: set[str] | None, pass_k: int | None, plotter: Plotter | None = None
+    records: Path, wanted: set[str] | None, pass_k: int | None
 ) -> tuple[dict[str, Any], dict[str, bytes], dict[str, Any]]:
     """What the records alone decide: the summary's results, the plots and the page's case
-    data. Each plot is handed to ``plotter`` as soon as its numbers exist (see ``_plots.py``)."""
+    data."""
     scan = _Scan(records, wanted)
     df = case_table(scan.rows, pass_k)
     if df.empty:
         return {"cases": 0, "metrics": {m: ratio_with_ci([], []) for m in METRICS}}, {}, {}
-    plotter = plotter or Plotter()
     metrics = metrics_of(df)
     confusion = _confusion(scan.confusion)
-    plotter.submit("metrics.png", metrics)
-    plotter.submit("confusion.png", confusion)
-    rules = breakdown_by(df, "rule")  # first: its plot is drawn during the other two
-    plotter.submit("rules.png", {r: {"case_pass": e["case_pass"]} for r, e in rules.items()})
-    breakdown = {"lang": breakdown_by(df, "lang"), "rule": rules, "tag": breakdown_by(df, "tag")}
+    breakdown = {key: breakdown_by(df, key) for key in ("lang", "rule", "tag")}
+    plots = {
+        "metrics.png": draw("metrics.png", metrics),
+        "confusion.png": draw("confusion.png", confusion),
+        "rules.png": draw(
+            "rules.png", {r: {"case_pass": e["case_pass"]} for r, e in breakdown["rule"].items()}
+        ),
+    }
     costs = scan.costs
     core: dict[str, Any] = {
         "cases": len(df),
@@ -127,7 +128,7 @@ def _results(
     repeats = repeat_summary(df, scan.rows, pass_k)
     if repeats is not None:
         core["repeats"] = repeats
-    return core, plotter.collect(), scan.drilldown()
+    return core, plots, scan.drilldown()
 
 
 def write_reports(
@@ -138,34 +139,10 @@ def write_reports(
     wanted: set[str] | None = None,
     *,
     pass_k: int | None = None,
-    memo: ResultCache | None = None,
-    memo_read: bool = True,
-    plotter: Plotter | None = None,
 ) -> dict[str, Any]:
     """Write ``summary.json``, the plots, ``report.md`` and ``report.html``; return the
-    summary. With ``memo``, results of the same records are taken from it (when
-    ``memo_read``) or stored in it. Plots are drawn by ``plotter`` (in-process by
-    default)."""
-    records = run_dir / "cases.jsonl"
-    key = (
-        report_key(records, wanted, pass_k, manifest.get("packages")) if memo is not None else None
-    )
-    cached = memo.get_report(key) if memo is not None and key and memo_read else None
-    if cached is not None and "cases" in cached:
-        core = cached["core"]
-        plots = {n: base64.b64decode(b) for n, b in cached["plots"].items()}
-        drilldown = cached["cases"]
-    else:
-        core, plots, drilldown = _results(records, wanted, pass_k, plotter)
-        if memo is not None and key and core["cases"]:
-            memo.put_report(
-                key,
-                {
-                    "core": core,
-                    "plots": {n: base64.b64encode(b).decode() for n, b in plots.items()},
-                    "cases": drilldown,
-                },
-            )
+    summary. ``wanted`` limits the report to those case ids (the run's selection)."""
+    core, plots, drilldown = _results(run_dir / RECORDS_NAME, wanted, pass_k)
     if not core["cases"]:
         summary: dict[str, Any] = dict(core)
         write_json(run_dir / "summary.json", summary)

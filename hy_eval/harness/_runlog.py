@@ -166,7 +166,9 @@ class CaseRecord(BaseModel):
     def to_line(self) -> str:
         """The record as one redacted JSON line: only the fields that were set, in the
         order of the model (an error record has no pipeline fields)."""
-        data = self.model_dump(exclude_unset=True)
+        # The field values as they are: model_dump would copy every nested container.
+        data = {k: getattr(self, k) for k in type(self).model_fields if k in self.model_fields_set}
+        data.update(self.model_extra or {})
         return redact(json.dumps(data, ensure_ascii=False)) + "\n"
 
 

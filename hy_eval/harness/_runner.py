@@ -23,7 +23,7 @@ from hy_eval.harness._dataset import CaseRef, DatasetError, Suite
 from hy_eval.harness._plan import RunError, RunPlan, plan_run
 from hy_eval.harness._progress import Progress, structured_note
 from hy_eval.harness._report import write_reports
-from hy_eval.harness._reuse import ResultCache, case_record_key, record_identity
+from hy_eval.harness._reuse import RecordCache, case_record_key, record_identity
 from hy_eval.harness._runfolder import (
     FolderLock,
     lock_folder,
@@ -68,7 +68,7 @@ class RunConfig:
     out: str | None = None
     resume: str | None = None
     guard: bool = True
-    #: Reuse finished case records and reports from the cache (read-write mode only).
+    #: Reuse finished case records from the cache (read-write mode only; _reuse.py).
     reuse: bool = True
     timeout: float = 120.0
     retries: int = 4
@@ -100,7 +100,7 @@ class Runner:
         self._suite = suite
         self._folder_lock: FolderLock | None = None
         self.llm: LLMClient | None = None
-        self._reuse: ResultCache | None = None
+        self._reuse: RecordCache | None = None
         self._reuse_read = False
         self._identity = ""
         #: Case records taken whole from the result cache in this run.
@@ -185,7 +185,7 @@ class Runner:
     ) -> None:
         """The result cache and this run's record identity (see ``_reuse.py``)."""
         cfg = self.config
-        reuse = ResultCache(cfg.cache_path) if cfg.cache_mode in ("read-write", "refresh") else None
+        reuse = RecordCache(cfg.cache_path) if cfg.cache_mode in ("read-write", "refresh") else None
         self._identity = record_identity(
             {k: getattr(cfg, k) for k in ("variant", "guard", "temperature", "structured")},
             plan.prompts.file_hashes(),
