@@ -80,9 +80,14 @@ class _Scan:
 
     def drilldown(self) -> dict[str, Any]:
         """The page's case data: failed cases first, at most ``DRILLDOWN_LIMIT`` in all,
-        the system prompts they share, and how many records there were."""
+        each group by case id and repeat (not in the order cases finished in), the system
+        prompts they share, and how many records there were."""
+
+        def ordered(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+            return sorted(entries, key=lambda e: (e["id"], e["repeat"]))
+
         return {
-            "cases": self.entries[False] + self.entries[True],
+            "cases": ordered(self.entries[False]) + ordered(self.entries[True]),
             "systems": list(self.systems),
             "shown": self.shown,
         }

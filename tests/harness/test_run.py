@@ -13,7 +13,8 @@ from .scripted_suite import SuiteModel, perfect_extraction, scripted_config
 
 
 def config(server, tmp_path, **kw):
-    return scripted_config(server, tmp_path / "run", **{"concurrency": 8, "retries": 1, **kw})
+    kw = {"out": tmp_path / "run", "concurrency": 8, "retries": 1, **kw}
+    return scripted_config(server, kw.pop("out"), **kw)
 
 
 def test_perfect_model_scores_perfectly_on_the_whole_suite(tmp_path):
