@@ -79,10 +79,10 @@ class ReportTimer:
     """Times ``write_reports`` inside the runner (the run's report phase)."""
 
     def __enter__(self) -> ReportTimer:
-        from hy_eval.harness import _report
+        from hy_eval.harness import _runner
 
         self.seconds = 0.0
-        self._module, self._original = _report, _report.write_reports
+        self._module, self._original = _runner, _runner.write_reports
 
         def timed(*args, **kwargs):  # type: ignore[no-untyped-def]
             started = time.perf_counter()
@@ -91,7 +91,7 @@ class ReportTimer:
             finally:
                 self.seconds += time.perf_counter() - started
 
-        _report.write_reports = timed
+        _runner.write_reports = timed
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -315,6 +315,30 @@ def row_tricks(records: Path, copies: int) -> dict[str, tuple[float, float]]:
     return out
 
 
+def line_costs(records: Path) -> dict[str, float]:
+    """Milliseconds per record of writing one ``cases.jsonl`` line, by step: the JSON
+    text alone, with the secret redaction every line goes through, and the whole
+    ``CaseRecord`` (validation and ``to_line``) as the runner writes it."""
+    import json
+
+    from hy_eval._redact import redact
+    from hy_eval.harness._runlog import CaseRecord
+
+    data = [json.loads(line) for line in records.read_text(encoding="utf-8").splitlines()]
+    steps = {
+        "json.dumps": lambda d: json.dumps(d, ensure_ascii=False),
+        "redact(json.dumps)": lambda d: redact(json.dumps(d, ensure_ascii=False)),
+        "CaseRecord(**d).to_line()": lambda d: CaseRecord(**d).to_line(),
+    }
+    out = {}
+    for name, step in steps.items():
+        started = time.perf_counter()
+        for d in data:
+            step(d)
+        out[name] = (time.perf_counter() - started) / len(data) * 1000
+    return out
+
+
 def tricks(args: argparse.Namespace) -> None:
     warm_imports()
     stores = store_tricks(args.stores)
@@ -331,6 +355,7 @@ def tricks(args: argparse.Namespace) -> None:
             floor_per_case = floor / args.cases * 1000
         reports = report_tricks(run_dir)
         rows = row_tricks(run_dir / "cases.jsonl", 10_000 // args.cases or 1)
+        lines = line_costs(run_dir / "cases.jsonl")
     print(
         f"store, per case ({args.stores} cases; floor per case at concurrency 32: "
         f"{floor_per_case:.2f} ms of wall)"
@@ -347,6 +372,9 @@ def tricks(args: argparse.Namespace) -> None:
     print(f"rows of {10_000 // args.cases * args.cases or args.cases} records")
     for name, (peak, secs) in rows.items():
         print(f"  {name:<30}{peak:>8.1f} MiB peak{secs:>8.3f} s")
+    print("writing one record line, per case")
+    for name, ms in lines.items():
+        print(f"  {name:<30}{ms:>8.3f} ms")
 
 
 def main() -> None:

@@ -204,7 +204,7 @@ class Runner:
 
     # -- running ---------------------------------------------------------------------
 
-    def run(self) -> tuple[Path, dict[str, Any], int]:
+    def run(self) -> tuple[Path, dict[str, Any], ExitCode]:
         """Run (or resume) and report. Returns the run folder, the summary and the exit
         code (0 ok, 3 provider errors above the tolerance, 4 a replay-only cache miss)."""
         self._folder_lock = None
@@ -214,7 +214,7 @@ class Runner:
             if self._folder_lock is not None:
                 self._folder_lock.release()
 
-    def _run(self) -> tuple[Path, dict[str, Any], int]:
+    def _run(self) -> tuple[Path, dict[str, Any], ExitCode]:
         cfg = self.config
         plan = plan_run(self.config, self._suite)
         llm = self._client(plan)
