@@ -36,6 +36,7 @@ from hy_eval.harness._runlog import (
     RunManifest,
     git_state,
     package_versions,
+    record_key,
     repair_records,
     write_manifest,
 )
@@ -230,7 +231,7 @@ class Runner:
         # Case id -> repeats still to run. Cases themselves are parsed one at a time later.
         todo: dict[str, list[int]] = {}
         for ref in plan.cases:
-            pending = [r for r in range(cfg.repeats) if f"{ref.id}#{r}" not in done]
+            pending = [r for r in range(cfg.repeats) if record_key(ref.id, r) not in done]
             if pending:
                 todo[ref.id] = pending
         self._announce(plan, llm, len(done))
