@@ -3,6 +3,7 @@
     python benchmarks/bench_harness.py throughput [--cases 1000] [--concurrency 32] [--delay 0.1]
     python benchmarks/bench_harness.py memory [--small 1000] [--large 10000]
     python benchmarks/bench_harness.py startup
+    python benchmarks/bench_harness.py tricks [--cases 1000] [--stores 500]
 
 Cases are generated from the real suites by renaming speakers. The loopback server, in a
 process of its own (``server_process.py``), answers every call after a fixed delay with one
@@ -23,6 +24,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -77,10 +79,10 @@ class ReportTimer:
     """Times ``write_reports`` inside the runner (the run's report phase)."""
 
     def __enter__(self) -> ReportTimer:
-        from hy_eval.harness import _report
+        from hy_eval.harness import _runner
 
         self.seconds = 0.0
-        self._module, self._original = _report, _report.write_reports
+        self._module, self._original = _runner, _runner.write_reports
 
         def timed(*args, **kwargs):  # type: ignore[no-untyped-def]
             started = time.perf_counter()
@@ -89,7 +91,7 @@ class ReportTimer:
             finally:
                 self.seconds += time.perf_counter() - started
 
-        _report.write_reports = timed
+        _runner.write_reports = timed
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -216,9 +218,171 @@ def startup(_args: argparse.Namespace) -> None:
     )
 
 
+# -- speed tricks against the simple version (issue 16) -----------------------------------
+
+
+def _store_case(store, k: int) -> None:  # type: ignore[no-untyped-def]
+    """A case's store work: seed a memory, add two, search, read the user back."""
+    with store.transaction():
+        store.add_l1_raw("tim", f"[user]: hello {k}")
+        store.insert("tim", f"The user likes tea {k}.", "user", "seed")
+    with store.transaction():
+        store.insert("tim", f"John is a nurse in Berlin {k}.", "user")
+        store.insert("tim", f"The user works at Stripe {k}.", "user")
+        store.write_profile("tim", {"name": "Tim"})
+    store.search("nurse Berlin", "tim")
+    store.snapshot("tim")
+
+
+def store_tricks(n: int) -> dict[str, float]:
+    """Milliseconds per case of store set-up plus a case's store work: a new in-memory
+    store per case (each migrates and prepares its statements), or one store per worker
+    emptied by ``MemoryStore.clear`` after each case (what the runner does)."""
+    from hy_eval.memory import MemoryStore
+
+    out: dict[str, float] = {}
+    for name in ("new store per case", "one store, clear()"):
+        reused = MemoryStore()
+        started = time.perf_counter()
+        for k in range(n):
+            if name == "one store, clear()":
+                _store_case(reused, k)
+                reused.clear()
+                continue
+            store = MemoryStore()
+            _store_case(store, k)
+            store.close()
+        out[name] = (time.perf_counter() - started) / n * 1000
+    return out
+
+
+def _report_child(run_dir: str) -> None:
+    """In a fresh process (pandas and matplotlib not yet imported): time the report of
+    ``run_dir`` as a run's end does it, then once more, warm."""
+    from hy_eval.harness import _report
+    from hy_eval.harness._runlog import read_run
+
+    manifest = read_run(run_dir).manifest.model_dump(mode="json")
+    for _ in range(2):
+        started = time.perf_counter()
+        _report.write_reports(Path(run_dir), manifest, {}, 0.0)
+        print(time.perf_counter() - started)
+
+
+def report_tricks(run_dir: Path) -> dict[str, float]:
+    """Seconds of the report of ``run_dir`` in a fresh process, cold and warm."""
+    proc = subprocess.run(
+        [sys.executable, __file__, "_report", str(run_dir)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    cold, warm = (float(x) for x in proc.stdout.split()[-2:])
+    return {"report, cold process": cold, "report, warm": warm}
+
+
+def row_tricks(records: Path, copies: int) -> dict[str, tuple[float, float]]:
+    """Peak MiB and seconds of holding ``copies`` x the records' counts and labels: one
+    dict per record (the simple version) vs ``RecordRows`` (tuples and one float array)."""
+    import tracemalloc
+
+    from hy_eval.harness._aggregate import RecordRows
+    from hy_eval.harness._runlog import read_records
+    from hy_eval.harness._scoring import METRICS
+
+    recs = list(read_records(records))
+    out: dict[str, tuple[float, float]] = {}
+    for name in ("dict per record", "RecordRows"):
+        tracemalloc.start()
+        started = time.perf_counter()
+        held: Any = RecordRows() if name == "RecordRows" else []
+        for k in range(copies):
+            for rec in recs:
+                if name == "RecordRows":
+                    held.add(rec)
+                    continue
+                counts = rec.score.get("counts", {})
+                row = {"id": f"{rec.id}-{k}", "repeat": rec.repeat, "lang": rec.lang}
+                row.update(rules=list(rec.rules), tags=list(rec.tags), passed=rec.passed)
+                for m in METRICS:
+                    row[f"{m}_num"], row[f"{m}_den"] = counts.get(m, (0, 0))
+                held.append(row)
+        seconds = time.perf_counter() - started
+        peak = tracemalloc.get_traced_memory()[1] / 2**20
+        tracemalloc.stop()
+        out[name] = (peak, seconds)
+        del held
+    return out
+
+
+def line_costs(records: Path) -> dict[str, float]:
+    """Milliseconds per record of writing one ``cases.jsonl`` line, by step: the JSON
+    text alone, with the secret redaction every line goes through, and the whole
+    ``CaseRecord`` (validation and ``to_line``) as the runner writes it."""
+    import json
+
+    from hy_eval._redact import redact
+    from hy_eval.harness._runlog import CaseRecord
+
+    data = [json.loads(line) for line in records.read_text(encoding="utf-8").splitlines()]
+    steps = {
+        "json.dumps": lambda d: json.dumps(d, ensure_ascii=False),
+        "redact(json.dumps)": lambda d: redact(json.dumps(d, ensure_ascii=False)),
+        "CaseRecord(**d).to_line()": lambda d: CaseRecord(**d).to_line(),
+    }
+    out = {}
+    for name, step in steps.items():
+        started = time.perf_counter()
+        for d in data:
+            step(d)
+        out[name] = (time.perf_counter() - started) / len(data) * 1000
+    return out
+
+
+def tricks(args: argparse.Namespace) -> None:
+    warm_imports()
+    stores = store_tricks(args.stores)
+    floor_per_case = None
+    with tempfile.TemporaryDirectory() as tmp:
+        suite = generate_suite(Path(tmp) / "bench", args.cases)
+        with ServerProcess(args.delay) as server:
+            run_dir = Path(tmp) / "run"
+            wall, summary = run_harness(
+                suite, server.openai_url, Path(tmp) / "c.sqlite", run_dir, 32, "off"
+            )
+            calls = server.count
+            floor = asyncio.run(bare_loop(server.openai_url, calls, 32))
+            floor_per_case = floor / args.cases * 1000
+        reports = report_tricks(run_dir)
+        rows = row_tricks(run_dir / "cases.jsonl", 10_000 // args.cases or 1)
+        lines = line_costs(run_dir / "cases.jsonl")
+    print(
+        f"store, per case ({args.stores} cases; floor per case at concurrency 32: "
+        f"{floor_per_case:.2f} ms of wall)"
+    )
+    for name, ms in stores.items():
+        print(f"  {name:<30}{ms:>8.3f} ms")
+    print(
+        f"RATIO case phase/floor = {summary['wall_s'] / floor:.3f} (target <= 1.10); "
+        f"whole run {wall:.2f} s"
+    )
+    print(f"report of {args.cases} cases (target < 1 s)")
+    for name, secs in reports.items():
+        print(f"  {name:<30}{secs:>8.3f} s")
+    print(f"rows of {10_000 // args.cases * args.cases or args.cases} records")
+    for name, (peak, secs) in rows.items():
+        print(f"  {name:<30}{peak:>8.1f} MiB peak{secs:>8.3f} s")
+    print("writing one record line, per case")
+    for name, ms in lines.items():
+        print(f"  {name:<30}{ms:>8.3f} ms")
+
+
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "_rss":
         _rss_child(*sys.argv[2:5])
+        return
+    if len(sys.argv) > 1 and sys.argv[1] == "_report":
+        _report_child(sys.argv[2])
         return
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="what", required=True)
@@ -233,6 +397,11 @@ def main() -> None:
     p.set_defaults(func=memory)
     p = sub.add_parser("startup")
     p.set_defaults(func=startup)
+    p = sub.add_parser("tricks")
+    p.add_argument("--cases", type=int, default=1000)
+    p.add_argument("--stores", type=int, default=500)
+    p.add_argument("--delay", type=float, default=0.1)
+    p.set_defaults(func=tricks)
     args = ap.parse_args()
     args.func(args)
 

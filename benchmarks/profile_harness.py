@@ -37,12 +37,11 @@ def main() -> None:
                 suite, server.openai_url, cache, Path(tmp) / "warm", 32, "refresh"
             )
             print(f"first run: {wall:.2f} s")
-        if args.what == "recompute":  # answers stay, finished records and reports go
+        if args.what == "recompute":  # answers stay, finished records go
             import sqlite3
 
             with sqlite3.connect(cache) as db:
                 db.execute("DELETE FROM case_records")
-                db.execute("DELETE FROM report_memo")
         mode = "refresh" if args.what == "uncached" else "read-write"
         profile = cProfile.Profile()
         profile.enable()

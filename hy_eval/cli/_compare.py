@@ -13,10 +13,12 @@ from hy_eval.cli._errors import UserError
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from hy_eval.harness._compare import CompareError, compare, comparison_text, load_run
+    from hy_eval.harness._compare import CompareError, compare, comparison_text, run_outcomes
 
     try:
-        result = compare(load_run(args.run_a), load_run(args.run_b), common_only=args.common_only)
+        result = compare(
+            run_outcomes(args.run_a), run_outcomes(args.run_b), common_only=args.common_only
+        )
     except CompareError as exc:
         raise UserError(str(exc)) from None
     print(comparison_text(result))

@@ -64,16 +64,18 @@ def _print_perturbations(summary: dict[str, Any]) -> None:
         print(line)
 
 
-def _is_history_suite(suite: str) -> bool:
-    """Whether ``suite`` is the model-free history suite. Loaded through ``load_suite``,
-    which the runner calls again for the same name; a broken suite is left to the runner,
-    which reports it after checking the settings."""
+def _loaded_suite(suite: str | None) -> Any:
+    """The suite, loaded once here and handed to the runner; None when there is no name
+    (a resume) or the suite is broken: the runner then loads it and reports the problem
+    after checking the settings."""
     from hy_eval.harness import DatasetError, load_suite
 
+    if not suite:
+        return None
     try:
-        return load_suite(suite).kind == "history"
+        return load_suite(suite)
     except DatasetError:
-        return False
+        return None
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -81,7 +83,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     if args.suite is None and args.resume is None:
         raise UserError("give --suite NAME (for example --suite multi_speaker) or --resume DIR")
-    if args.suite and _is_history_suite(args.suite):
+    suite = _loaded_suite(args.suite)
+    if suite is not None and suite.kind == "history":
         return cmd_history(args)
     if args.variants or args.models:
         return cmd_matrix(args)
@@ -89,7 +92,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     perturbations = _perturbations(args)
     config = run_config(args)
     try:
-        run_dir, summary, code = run_suite(config, perturbations, args.perturb_seed)
+        run_dir, summary, code = run_suite(
+            config, perturbations, args.perturb_seed, suite=None if args.resume else suite
+        )
     except RunError as exc:
         if exc.exit_code == ExitCode.CACHE_MISS:
             raise UserError(

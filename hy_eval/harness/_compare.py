@@ -19,7 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from hy_eval.harness._runner import read_records
+from hy_eval.harness._aggregate import RecordRows, case_counts, case_table
+from hy_eval.harness._outputs_diff import structural_diff
+from hy_eval.harness._runlog import CaseRecord, RunFolderError, read_run
 from hy_eval.harness._scoring import ACCURACY_METRICS, METRICS
 from hy_eval.harness._stats import (
     BOOTSTRAP_SAMPLES,
@@ -55,66 +57,59 @@ class RunOutcomes:
     perturbation: dict[str, Any] | None = None
 
 
-def outputs_of(record: Mapping[str, Any]) -> dict[str, Any]:
+def outputs_of(record: CaseRecord) -> dict[str, Any]:
     """The parts of a case record a structural diff looks at."""
     return {
-        "facts": [(f["text"], f["owner"]) for f in record.get("facts", [])],
+        "facts": [(f["text"], f["owner"]) for f in record.facts],
         "operations": [
-            (o["op"], o["fact"], tuple(o["targets"]))
-            for o in record.get("operations", {}).get("applied", [])
+            (o["op"], o["fact"], tuple(o["targets"])) for o in record.operations.get("applied", [])
         ],
-        "basic_info": record.get("basic_info", {}),
-        "error": record.get("error"),
+        "basic_info": record.basic_info if "basic_info" in record.model_fields_set else {},
+        "error": record.error,
     }
 
 
-def load_run(run_dir: str | Path) -> RunOutcomes:
-    import json
-
-    path = Path(run_dir)
-    manifest_path = path / "manifest.json"
-    if not manifest_path.is_file():
-        raise CompareError(f"{path}: not a run folder (no manifest.json)")
-    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    counts: dict[str, dict[str, tuple[float, float]]] = {}
-    passes: dict[str, list[bool]] = {}
-    outputs: dict[str, dict[str, Any]] = {}
-    checks: list[dict[str, Any]] = []
-    for rec in read_records(path / "cases.jsonl"):
-        cid = rec["id"]
-        checks.append(slim_record(rec))
-        mine = counts.setdefault(cid, {})
-        for m, (num, den) in rec["score"]["counts"].items():
-            old = mine.get(m, (0.0, 0.0))
-            mine[m] = (old[0] + num, old[1] + den)
-        passes.setdefault(cid, []).append(bool(rec["score"]["passed"]))
-        if rec.get("repeat", 0) == 0:
-            outputs[cid] = outputs_of(rec)
-    k = manifest["params"].get("pass_k")
-    # k of n repeats must pass (default all); without repeats that is the case's own verdict.
-    passed = {cid: sum(p) >= (k or len(p)) for cid, p in passes.items()}
-    for cid, ok in passed.items():
-        counts[cid]["case_pass"] = (float(ok), 1.0)
-    label = f"{manifest['provider']}:{manifest['model']}/{manifest['params']['variant']}"
+def run_outcomes(run_dir: str | Path) -> RunOutcomes:
+    """The per-case counts, verdicts (k of n repeats, the run's ``--pass-k``) and outputs
+    of the run in ``run_dir``, read through ``_runlog`` and counted by ``_aggregate``."""
     from hy_eval.harness._metamorphic import read_perturb_file
 
+    try:
+        run = read_run(run_dir)
+    except RunFolderError as exc:
+        raise CompareError(str(exc)) from None
+    rows = RecordRows()
+    outputs: dict[str, dict[str, Any]] = {}
+    checks: list[dict[str, Any]] = []
+    for rec in run.records():
+        rows.add(rec)
+        checks.append(slim_record(rec))
+        if rec.repeat == 0:
+            outputs[rec.id] = outputs_of(rec)
+    manifest = run.manifest
+    table = case_table(rows, manifest.params.get("pass_k"))
+    counts = case_counts(table) if len(rows) else {}
+    passed = dict(zip(table["id"], map(bool, table["passed"]), strict=True)) if len(rows) else {}
     return RunOutcomes(
-        label,
-        manifest["dataset_hash"],
+        manifest.label,
+        manifest.dataset_hash,
         counts,
         passed,
         outputs,
-        manifest,
+        manifest.model_dump(mode="json"),
         checks,
-        read_perturb_file(path),
+        read_perturb_file(Path(run_dir)),
     )
 
 
-def slim_record(rec: Mapping[str, Any]) -> dict[str, Any]:
+def slim_record(rec: CaseRecord) -> dict[str, Any]:
     """What consistency needs of a record: its keys, rules, tags, check verdicts, facts."""
-    score = rec["score"]
+    score = rec.score
     return {
-        **{k: rec.get(k) for k in ("id", "repeat", "rules", "tags")},
+        "id": rec.id,
+        "repeat": rec.repeat,
+        "rules": rec.rules,
+        "tags": rec.tags,
         "score": {
             "passed": score["passed"],
             "checks": [{"check": c["check"], "ok": c["ok"]} for c in score["checks"]],
@@ -259,27 +254,6 @@ def minimum_detectable_effect(n: int, p_a: float, p_b: float, discordant: int) -
     if p_d == 0:
         p_d = 1.0 / n  # nothing varies yet: the floor one flipped case would give
     return float((Z_975 + Z_80) * math.sqrt(p_d / n))
-
-
-def structural_diff(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:
-    """What changed between two outputs of one case (facts, owners, operations, L0)."""
-    if not a and not b:
-        return {}
-    from deepdiff import DeepDiff
-
-    diff = DeepDiff(dict(a), dict(b), ignore_order=True, view="text")
-    out: dict[str, Any] = json_safe(diff.to_dict())
-    return out
-
-
-def json_safe(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {str(k): json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, set)):
-        return [json_safe(v) for v in value]
-    if isinstance(value, (str, int, float, bool)) or value is None:
-        return value
-    return str(value)
 
 
 def _worse_test(worse: float, null: np.ndarray, boot: np.ndarray, limit: float) -> dict[str, Any]:

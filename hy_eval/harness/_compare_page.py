@@ -14,18 +14,18 @@ from pathlib import Path
 from typing import Any
 
 from hy_eval.harness._pages import case_entry, render_page
-from hy_eval.harness._runner import read_records
+from hy_eval.harness._runlog import RECORDS_NAME, CaseRecord, read_records
 
 #: Flipped cases shown on the page; past this many the page says how many were left out.
 FLIP_LIMIT = 1000
 
 
-def _records(run_dir: Path, ids: set[str]) -> dict[str, dict[str, Any]]:
+def _records(run_dir: Path, ids: set[str]) -> dict[str, CaseRecord]:
     """The first repeat's record of each case in ``ids``."""
-    out: dict[str, dict[str, Any]] = {}
-    for rec in read_records(run_dir / "cases.jsonl"):
-        if rec["id"] in ids and rec.get("repeat", 0) == 0:
-            out[rec["id"]] = rec
+    out: dict[str, CaseRecord] = {}
+    for rec in read_records(run_dir / RECORDS_NAME):
+        if rec.id in ids and rec.repeat == 0:
+            out[rec.id] = rec
     return out
 
 

@@ -10,6 +10,7 @@ import hashlib
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
@@ -227,9 +228,10 @@ class Suite:
     refs: tuple[CaseRef, ...]
     kind: Literal["memory", "history"]
 
-    @property
+    @cached_property
     def hash(self) -> str:
-        """SHA-256 over the suite's files (names and bytes), in name order."""
+        """SHA-256 over the suite's files (names and bytes), in name order; read once,
+        when first asked (a run checks that the files do not change under it)."""
         h = hashlib.sha256()
         for f in self.files:
             h.update(f.name.encode())
@@ -349,8 +351,33 @@ def iter_file(
         yield 1, None, f"{path}:1: file: empty file (no cases)"
 
 
-def suite_kind(name: str) -> Literal["memory", "history"]:
-    return "history" if name == "history" else "memory"
+#: The file in a suite's folder that declares what the suite is (docs/datasets.md).
+SUITE_FILE = "suite.toml"
+SUITE_KINDS = ("memory", "history")
+
+
+def suite_kind(folder: str | Path) -> Literal["memory", "history"]:
+    """The kind declared by ``suite.toml`` in a suite's folder (a folder path, or a suite
+    name under ``datasets/``): ``kind = "history"`` or ``"memory"``. Without the file the
+    suite is a memory suite."""
+    path = Path(folder)
+    if not path.is_dir():
+        path = DATASETS_DIR / str(folder)
+    config = path / SUITE_FILE
+    if not config.is_file():
+        return "memory"
+    from hy_eval._toml import read_toml
+
+    def problem(message: str) -> DatasetError:
+        return DatasetError([f"{config}:0: {message}"])
+
+    try:
+        kind = read_toml(config, "suite file").get("kind", "memory")
+    except ValueError as exc:
+        raise problem(f"file: {exc}") from None
+    if kind not in SUITE_KINDS:
+        raise problem(f"kind: {kind!r} is not one of {', '.join(SUITE_KINDS)}")
+    return "history" if kind == "history" else "memory"
 
 
 def resolve_suite(name_or_path: str, root: Path | None = None) -> tuple[str, list[Path]]:
@@ -375,7 +402,7 @@ def resolve_suite(name_or_path: str, root: Path | None = None) -> tuple[str, lis
 def load_suite(name_or_path: str, root: Path | None = None) -> Suite:
     """Load and validate a suite; raises ``DatasetError`` listing every problem."""
     name, files = resolve_suite(name_or_path, root)
-    kind = suite_kind(name)
+    kind = suite_kind(files[0].parent)
     problems: list[str] = []
     refs: list[CaseRef] = []
     seen: dict[str, str] = {}

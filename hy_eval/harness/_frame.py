@@ -6,15 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from hy_eval.harness._runner import read_records
+from hy_eval.harness._runlog import RECORDS_NAME, RunFolderError, read_records
 from hy_eval.harness._scoring import METRICS
 
 
-class RunFolderError(ValueError):
-    """A folder that holds no run (no ``cases.jsonl``)."""
-
-
-def load_run(run_dir: str | Path) -> Any:
+def cases_frame(run_dir: str | Path) -> Any:
     """One row per case and repeat of the run in ``run_dir``, in order of id and repeat.
 
     Columns: ``id``, ``repeat``, ``lang``, ``rules`` and ``tags`` (lists), ``status``,
@@ -27,34 +23,31 @@ def load_run(run_dir: str | Path) -> Any:
     import numpy as np
     import pandas as pd
 
-    path = Path(run_dir) / "cases.jsonl"
+    path = Path(run_dir) / RECORDS_NAME
     if not path.is_file():
-        raise RunFolderError(f"{run_dir}: not a run folder (no cases.jsonl)")
+        raise RunFolderError(f"{run_dir}: not a run folder (no {RECORDS_NAME})")
     rows = []
     for rec in read_records(path):
-        score = rec.get("score", {})
-        tokens = rec.get("tokens") or {}
         row: dict[str, Any] = {
-            "id": rec["id"],
-            "repeat": rec.get("repeat", 0),
-            "lang": rec.get("lang"),
-            "rules": list(rec.get("rules", [])),
-            "tags": list(rec.get("tags", [])),
-            "status": rec.get("status"),
-            "error": rec.get("error"),
-            "passed": bool(score.get("passed")),
+            "id": rec.id,
+            "repeat": rec.repeat,
+            "lang": rec.lang,
+            "rules": list(rec.rules),
+            "tags": list(rec.tags),
+            "status": rec.status,
+            "error": rec.error,
+            "passed": rec.passed,
             "failing_checks": sorted(
-                {str(c["check"]) for c in score.get("checks", []) if not c.get("ok")}
+                {str(c["check"]) for c in rec.score.get("checks", []) if not c.get("ok")}
             ),
-            "tokens_in": tokens.get("input", 0),
-            "tokens_out": tokens.get("output", 0),
-            "cost_usd": rec.get("cost_usd"),
-            "latency_s": rec.get("latency_s"),
+            "tokens_in": rec.tokens.get("input", 0),
+            "tokens_out": rec.tokens.get("output", 0),
+            "cost_usd": rec.cost_usd,
+            "latency_s": rec.latency_s,
         }
-        counts = score.get("counts", {})
+        counts = rec.counts()
         for m in METRICS:
-            num, den = counts.get(m, (0, 0))
-            row[f"{m}_num"], row[f"{m}_den"] = float(num), float(den)
+            row[f"{m}_num"], row[f"{m}_den"] = counts.get(m, (0.0, 0.0))
         rows.append(row)
     df = pd.DataFrame(rows)
     if df.empty:

@@ -32,7 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from hy_eval._toml import read_toml
-from hy_eval.harness._compare import Z_80, RunOutcomes, compare, load_run
+from hy_eval.harness._compare import Z_80, RunOutcomes, compare, run_outcomes
+from hy_eval.harness._runlog import read_run
 from hy_eval.harness._scoring import ACCURACY_METRICS, METRICS
 from hy_eval.harness._stats import BOOTSTRAP_SAMPLES, SEED, format_p, holm, z_quantile
 
@@ -169,11 +170,10 @@ def default_baseline_path(suite: Any) -> Path:
 
 def bless(run_dir: str | Path, out: str | Path | None = None) -> Path:
     """Write the baseline for a finished run. Explicit only: nothing else calls this."""
-    run = load_run(run_dir)
-    summary_path = Path(run_dir) / "summary.json"
-    if not summary_path.is_file():
+    run = run_outcomes(run_dir)
+    summary = read_run(run_dir).read_json("summary.json")
+    if summary is None:
         raise GateConfigError(f"{run_dir}: no summary.json (the run did not finish)")
-    summary = json.loads(summary_path.read_text(encoding="utf-8"))
     m = run.meta
     data = {
         "suite": m["suite"],
@@ -234,7 +234,7 @@ def evaluate(
     wants_baseline = any(("max_drop" in s or "max_rise" in s) for s in gates.metrics.values())
     path = baseline_path or gates.baseline or default_baseline_path(summary["suite"])
     base = load_baseline(path) if wants_baseline else None
-    result = evaluate_outcomes(gates, summary["metrics"], load_run(run_dir), base)
+    result = evaluate_outcomes(gates, summary["metrics"], run_outcomes(run_dir), base)
     consistency_checks(gates, summary, result)
     if base is not None and base.dataset_hash != summary["dataset_hash"]:
         assert result.comparison is not None

@@ -15,18 +15,25 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from hy_eval.harness._runner import REPORTS_DIR, RunConfig, RunError, Runner
+from hy_eval.harness._dataset import Suite
+from hy_eval.harness._plan import REPORTS_DIR, RunError
+from hy_eval.harness._runner import RunConfig, Runner
 from hy_eval.llm import ModelSpec
 
 
 def run_suite(
-    config: RunConfig, perturbations: Sequence[str] = (), seed: int = 0
+    config: RunConfig,
+    perturbations: Sequence[str] = (),
+    seed: int = 0,
+    *,
+    suite: Suite | None = None,
 ) -> tuple[Path, dict[str, Any], int]:
     """One run and, with ``perturbations``, a run per perturbation under
-    ``RUN/perturb/<name>/`` (issue 20). Returns the run folder, its summary and the exit
-    code; raises ``RunError``."""
+    ``RUN/perturb/<name>/`` (issue 20). ``suite``: ``config.suite`` already loaded (it is
+    then not loaded again). Returns the run folder, its summary and the exit code; raises
+    ``RunError``."""
     if not perturbations:
-        return Runner(config).run()
+        return Runner(config, suite).run()
     from hy_eval.harness._metamorphic import run_with_perturbations
 
     return run_with_perturbations(config, list(perturbations), seed)
@@ -117,10 +124,10 @@ def run_matrix(
 
 
 def _compare_all(result: MatrixResult) -> None:
-    from hy_eval.harness._compare import compare, holm, load_run
+    from hy_eval.harness._compare import compare, holm, run_outcomes
 
-    base = load_run(result.entries[0].run_dir)
-    comparisons = [compare(base, load_run(e.run_dir)) for e in result.entries[1:]]
+    base = run_outcomes(result.entries[0].run_dir)
+    comparisons = [compare(base, run_outcomes(e.run_dir)) for e in result.entries[1:]]
     if len(comparisons) > 1:
         p_values = [c["mcnemar"]["p_value"] for c in comparisons]
         for c, p in zip(comparisons, holm(p_values), strict=True):

@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from hy_eval.harness._compare import structural_diff
 from hy_eval.harness._dataset import filter_cases, load_suite
+from hy_eval.harness._outputs_diff import structural_diff
 from hy_eval.harness._perturb import _name_pattern, perturb_suite
 from hy_eval.harness._stats import ratios_with_ci
 
@@ -168,7 +168,7 @@ def read_perturb_file(run_dir: Path) -> dict[str, Any] | None:
 
 
 def _read_records(run_dir: Path) -> list[dict[str, Any]]:
-    from hy_eval.harness._runner import read_records
+    from hy_eval.harness._runlog import read_record_dicts as read_records
 
     return list(read_records(run_dir / "cases.jsonl"))
 
@@ -251,7 +251,8 @@ def run_with_perturbations(
     """The base run, then one run per perturbation under ``RUN/perturb/<name>/``; the
     base's summary.json and report.md get the perturbations' sections. Each perturbed
     folder is resumed when it holds records already."""
-    from hy_eval.harness._runner import Runner, _write_json
+    from hy_eval.harness._runlog import write_json as _write_json
+    from hy_eval.harness._runner import Runner
 
     run_dir, summary, code = Runner(config).run()
     suite = load_suite(config.suite)

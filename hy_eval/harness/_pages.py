@@ -17,6 +17,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from hy_eval.harness._runlog import CaseRecord
 from hy_eval.harness._scoring import ACCURACY_METRICS, METRICS
 
 #: Distinct system prompts kept once per page and referenced by index from each stage;
@@ -138,15 +139,14 @@ def metric_row(name: str, entry: Any) -> dict[str, Any]:
     }
 
 
-def case_entry(rec: dict[str, Any], systems: dict[str, int]) -> dict[str, Any]:
+def case_entry(rec: CaseRecord, systems: dict[str, int]) -> dict[str, Any]:
     """What the page shows of one case record: labels for the table and filters, and
     conversation, prompts, raw answers, facts and verdicts for its view. A system prompt is
     shared by every case of a stage and language: it is kept once in ``systems`` (text ->
     index, up to ``MAX_SYSTEM_PROMPTS``) and named by index."""
-    score = rec.get("score", {})
-    checks = score.get("checks", [])
+    checks = rec.score.get("checks", [])
     stages = {}
-    for name, data in (rec.get("stages") or {}).items():
+    for name, data in rec.stages.items():
         stage = {k: data.get(k) for k in ("template", "user", "raw", "parse_error", "cached")}
         system = data.get("system", "")
         index = systems.get(system)
@@ -155,25 +155,25 @@ def case_entry(rec: dict[str, Any], systems: dict[str, int]) -> dict[str, Any]:
         stage["system"] = index if index is not None else system
         stages[name] = stage
     return {
-        "id": rec["id"],
-        "repeat": rec.get("repeat", 0),
-        "lang": rec.get("lang", ""),
-        "rules": rec.get("rules", []),
-        "tags": rec.get("tags", []),
-        "passed": bool(score.get("passed")),
-        "status": rec.get("status", ""),
-        "error": rec.get("error"),
+        "id": rec.id,
+        "repeat": rec.repeat,
+        "lang": rec.lang,
+        "rules": rec.rules,
+        "tags": rec.tags,
+        "passed": rec.passed,
+        "status": rec.status,
+        "error": rec.error,
         "failing": sorted({str(c["check"]) for c in checks if not c.get("ok")}),
-        "input": rec.get("input", {}),
-        "rendered": rec.get("rendered", ""),
+        "input": rec.input,
+        "rendered": rec.rendered or "",
         "stages": stages,
-        "facts": score.get("facts", []),
+        "facts": rec.score.get("facts", []),
         "checks": checks,
-        "basic_info": rec.get("basic_info"),
-        "operations": rec.get("operations"),
-        "guard_events": rec.get("guard_events", []),
-        "fallback": rec.get("fallback"),
-        "store_after": rec.get("store_after"),
+        "basic_info": rec.basic_info,
+        "operations": rec.operations or None,
+        "guard_events": rec.guard_events,
+        "fallback": rec.fallback,
+        "store_after": rec.store_after,
     }
 
 

@@ -1,34 +1,13 @@
-"""The report's three plots (E7), drawn in-process or by a helper process.
-
-Drawing is the largest part of a report (three matplotlib figures, after importing
-matplotlib). A run therefore starts a :class:`PlotWorker` with its first case that is
-not reused from the cache: a second Python process that imports matplotlib while the
-model is being asked, then draws each plot as soon as its numbers exist, the metrics and
-confusion plots while this process computes the per-rule CIs that the third plot shows.
-Both processes run the same :func:`draw`, so the PNG bytes are the same; if the worker
-cannot start, fails or is slow, the plots it owes are drawn here instead.
-
-The worker reads one JSON request per line on stdin and answers one JSON line per request
-on stdout; it stops at end of input, so it also ends when the run is killed.
-"""
+"""The report's three plots (E7) as PNG bytes: the metrics with their CIs, the
+attribution confusion, and case_pass per rule. matplotlib is imported on the first draw:
+a command that draws nothing never loads it."""
 
 from __future__ import annotations
 
-import base64
 import io
-import json
-import os
-import queue
-import subprocess
-import sys
-import threading
-from pathlib import Path
 from typing import Any
 
 from hy_eval.harness._scoring import ACCURACY_METRICS, METRICS, SUBJECT_KINDS
-
-#: Seconds to wait for the worker's answer before drawing the plot here.
-WORKER_TIMEOUT = 60.0
 
 
 def _pyplot() -> Any:
@@ -126,124 +105,5 @@ PLOTS = {
 
 
 def draw(name: str, data: Any) -> bytes:
+    """The plot file ``name`` (a key of ``PLOTS``) drawn from ``data``."""
     return PLOTS[name](data)
-
-
-class Plotter:
-    """Draws each plot in this process when it is submitted."""
-
-    def __init__(self) -> None:
-        self._plots: dict[str, bytes] = {}
-
-    def submit(self, name: str, data: Any) -> None:
-        self._plots[name] = draw(name, data)
-
-    def collect(self) -> dict[str, bytes]:
-        """Every submitted plot, by file name, in submission order."""
-        plots, self._plots = self._plots, {}
-        return plots
-
-    def close(self) -> None:
-        return None
-
-
-class PlotWorker(Plotter):
-    """Plots drawn by a helper process (see the module's docstring); :meth:`start` gives
-    ``None`` when the process cannot be started."""
-
-    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
-        super().__init__()
-        self._proc = proc
-        self._pending: dict[str, Any] = {}  # name -> data, until the worker answers
-        self._broken = False
-        # Answers are read as they come, so the worker never waits on a full pipe (a PNG
-        # is larger than the pipe's buffer) before drawing the next plot.
-        self._answers: queue.Queue[bytes | None] = queue.Queue()
-        threading.Thread(target=self._read_answers, daemon=True).start()
-
-    def _read_answers(self) -> None:
-        assert self._proc.stdout is not None
-        try:
-            for line in self._proc.stdout:
-                self._answers.put(line)
-        except (OSError, ValueError):  # closed by close()
-            pass
-        self._answers.put(None)
-
-    @classmethod
-    def start(cls) -> PlotWorker | None:
-        root = str(Path(__file__).resolve().parents[2])  # importable however we were
-        path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
-        try:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "hy_eval.harness._plot_worker"],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL,
-                env={**os.environ, "MPLBACKEND": "Agg", "PYTHONPATH": path},
-            )
-        except OSError:
-            return None
-        return cls(proc)
-
-    def submit(self, name: str, data: Any) -> None:
-        self._pending[name] = data
-        if self._broken:
-            return
-        assert self._proc.stdin is not None
-        try:
-            self._proc.stdin.write(json.dumps({"name": name, "data": data}).encode() + b"\n")
-            self._proc.stdin.flush()
-        except (OSError, ValueError):
-            self._broken = True
-
-    def collect(self) -> dict[str, bytes]:
-        order = list(self._pending)
-        drawn: dict[str, bytes] = {}
-        while self._pending and not self._broken:
-            try:
-                line = self._answers.get(timeout=WORKER_TIMEOUT)
-            except queue.Empty:
-                line = None
-            try:
-                answer = json.loads(line or b"")
-                drawn[answer["name"]] = base64.b64decode(answer["png"])
-                del self._pending[answer["name"]]
-            except (ValueError, KeyError, TypeError):  # no answer, or an error answer
-                self._broken = True
-        for name, data in self._pending.items():  # draw here what the worker did not
-            drawn[name] = draw(name, data)
-        self._pending = {}
-        return {name: drawn[name] for name in order}
-
-    def close(self) -> None:
-        """Stop the worker at once: it keeps nothing, and may still be importing."""
-        proc = self._proc
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait()
-        for pipe in (proc.stdin, proc.stdout):
-            try:
-                if pipe is not None:
-                    pipe.close()
-            except OSError:  # stdin with a request the worker never read
-                pass
-
-
-def main() -> None:
-    """The worker (``python -m hy_eval.harness._plot_worker``): import matplotlib now, then
-    answer requests until end of input."""
-    _pyplot()
-    for line in sys.stdin.buffer:
-        if not line.strip():
-            continue
-        request = json.loads(line)
-        try:
-            answer = {
-                "name": request["name"],
-                "png": base64.b64encode(draw(request["name"], request["data"])).decode(),
-            }
-        except Exception as exc:  # the parent draws it itself and shows the error then
-            answer = {"name": request["name"], "error": f"{type(exc).__name__}: {exc}"}
-        sys.stdout.write(json.dumps(answer) + "\n")
-        sys.stdout.flush()

@@ -4,38 +4,31 @@ contained, plots embedded, the cases as data for the page's case table and case 
 
 Records are read from ``cases.jsonl`` once, streaming, into a small table of metric counts
 (pandas), the token and cost totals, the confusion counts and what the page shows of at
-most ``DRILLDOWN_LIMIT`` cases, failed ones first. Nothing holds every record in memory. With a
-result cache (``_reuse.py``) a report of the same records is reused rather than computed.
+most ``DRILLDOWN_LIMIT`` cases, failed ones first. Nothing holds every record in memory. The counts,
+breakdowns and k-of-n repeat verdicts are ``_aggregate.py``'s, shared with the comparison
+of two runs.
 """
 
 from __future__ import annotations
 
-import base64
 import re
-from array import array
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from hy_eval.harness._pages import case_entry, report_page
-from hy_eval.harness._plots import Plotter
-from hy_eval.harness._reuse import ResultCache, report_key
-from hy_eval.harness._runner import _write_json, read_records
-from hy_eval.harness._scoring import METRICS, SUBJECT_KINDS
-from hy_eval.harness._stats import ratio_with_ci, ratios_with_ci
-
-HEADLINE = (
-    "case_pass",
-    "fact_recall",
-    "attribution_accuracy",
-    "owner_accuracy",
-    "misattribution_rate",
-    "merge_violation_rate_raw",
-    "merge_violation_rate_applied",
-    "profile_leak_rate",
-    "parse_failure_rate",
-    "error_rate",
+from hy_eval.harness._aggregate import (
+    RecordRows,
+    breakdown_by,
+    case_table,
+    metrics_of,
+    repeat_summary,
 )
+from hy_eval.harness._pages import case_entry, report_page
+from hy_eval.harness._plots import draw
+from hy_eval.harness._runlog import RECORDS_NAME, CaseRecord, read_records, write_json
+from hy_eval.harness._scoring import METRICS, SUBJECT_KINDS
+from hy_eval.harness._stats import ratio_with_ci
+
 DRILLDOWN_LIMIT = 1000
 
 
@@ -43,18 +36,13 @@ class _Scan:
     """Everything the reports need from ``cases.jsonl``, gathered in one streaming pass."""
 
     def __init__(self, records_path: Path, wanted: set[str] | None) -> None:
-        # One compact row per record (no dict per record: 10,000 of them were most of
-        # what grew with the suite): (id, repeat), (lang, rules, tags, passed), counts.
-        self.keys: list[tuple[str, int]] = []
-        self.labels: list[tuple[str, tuple[str, ...], tuple[str, ...], bool]] = []
-        self.counts = array("d")  # per record: num, den of each metric in METRICS order
+        #: One compact row per record (``_aggregate.RecordRows``), not the records.
+        self.rows = RecordRows()
         self.tokens_in = self.tokens_out = 0
         self.costs: list[float | None] = []
         self.confusion: Counter[tuple[str, str]] = Counter()
         #: Guard events over the records: cross-subject, and undecided (issue 15).
         self.guard_counts = {"cross_subject": 0, "undecided": 0}
-        #: Per repeat index, per metric: [num, den].
-        self.per_repeat: dict[int, dict[str, list[float]]] = {}
         #: What the page shows of each case (``_pages.case_entry``), by verdict, capped.
         self.entries: dict[bool, list[dict[str, Any]]] = {False: [], True: []}
         self.shown = 0  # records that could be shown
@@ -64,136 +52,45 @@ class _Scan:
         #: and ``cases`` with any cut.
         self.truncated: Counter[str] = Counter()
         for rec in read_records(records_path):
-            if wanted is not None and rec["id"] not in wanted:
-                continue
-            score = rec["score"]
-            counts = score["counts"]
-            repeat = rec.get("repeat", 0)
-            self.keys.append((rec["id"], repeat))
-            self.labels.append(
-                (rec["lang"], tuple(rec["rules"]), tuple(rec["tags"]), bool(score["passed"]))
-            )
-            per = self.per_repeat.setdefault(repeat, {m: [0.0, 0.0] for m in METRICS})
-            for metric in METRICS:
-                num, den = counts.get(metric, (0, 0))
-                self.counts.append(num)
-                self.counts.append(den)
-                per[metric][0] += num
-                per[metric][1] += den
-            self.tokens_in += rec.get("tokens", {}).get("input", 0)
-            self.tokens_out += rec.get("tokens", {}).get("output", 0)
-            if rec["status"] == "ok":
-                self.costs.append(rec.get("cost_usd"))
-            self.confusion.update((str(g), str(p)) for g, p in score["confusion"])
-            undecided = int(rec.get("guard_undecided", 0))
-            self.guard_counts["undecided"] += undecided
-            self.guard_counts["cross_subject"] += len(rec.get("guard_events", [])) - undecided
-            if rec.get("truncated"):
-                self.truncated.update(rec["truncated"])
-                self.truncated["cases"] += 1
-            self.shown += 1
-            # Failed cases first: at most DRILLDOWN_LIMIT kept, passed ones giving way.
-            failed, passed = self.entries[False], self.entries[True]
-            if not score["passed"] and len(failed) < DRILLDOWN_LIMIT:
-                failed.append(case_entry(rec, self.systems))
-                if len(failed) + len(passed) > DRILLDOWN_LIMIT:
-                    passed.pop()
-            elif score["passed"] and len(failed) + len(passed) < DRILLDOWN_LIMIT:
-                passed.append(case_entry(rec, self.systems))
+            if wanted is None or rec.id in wanted:
+                self._add(rec)
+
+    def _add(self, rec: CaseRecord) -> None:
+        self.rows.add(rec)
+        self.tokens_in += rec.tokens.get("input", 0)
+        self.tokens_out += rec.tokens.get("output", 0)
+        if rec.status == "ok":
+            self.costs.append(rec.cost_usd)
+        self.confusion.update((str(g), str(p)) for g, p in rec.score.get("confusion", []))
+        undecided = int(rec.guard_undecided)
+        self.guard_counts["undecided"] += undecided
+        self.guard_counts["cross_subject"] += len(rec.guard_events) - undecided
+        if rec.truncated:
+            self.truncated.update(rec.truncated)
+            self.truncated["cases"] += 1
+        self.shown += 1
+        # Failed cases first: at most DRILLDOWN_LIMIT kept, passed ones giving way.
+        failed, passed = self.entries[False], self.entries[True]
+        if not rec.passed and len(failed) < DRILLDOWN_LIMIT:
+            failed.append(case_entry(rec, self.systems))
+            if len(failed) + len(passed) > DRILLDOWN_LIMIT:
+                passed.pop()
+        elif rec.passed and len(failed) + len(passed) < DRILLDOWN_LIMIT:
+            passed.append(case_entry(rec, self.systems))
 
     def drilldown(self) -> dict[str, Any]:
         """The page's case data: failed cases first, at most ``DRILLDOWN_LIMIT`` in all,
-        the system prompts they share, and how many records there were."""
+        each group by case id and repeat (not in the order cases finished in), the system
+        prompts they share, and how many records there were."""
+
+        def ordered(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+            return sorted(entries, key=lambda e: (e["id"], e["repeat"]))
+
         return {
-            "cases": self.entries[False] + self.entries[True],
+            "cases": ordered(self.entries[False]) + ordered(self.entries[True]),
             "systems": list(self.systems),
             "shown": self.shown,
         }
-
-    def columns(self) -> dict[str, Any]:
-        """The rows as columns, ordered by case id and repeat (see :func:`counts_table`)."""
-        import numpy as np
-
-        order = sorted(range(len(self.keys)), key=self.keys.__getitem__)
-        counts = np.frombuffer(self.counts, dtype=float).reshape(-1, 2 * len(METRICS))[order]
-        out: dict[str, Any] = {
-            "id": [self.keys[i][0] for i in order],
-            "repeat": [self.keys[i][1] for i in order],
-        }
-        for j, name in enumerate(("lang", "rules", "tags", "passed")):
-            out[name] = [self.labels[i][j] for i in order]
-        for j, metric in enumerate(METRICS):
-            out[f"{metric}_num"] = counts[:, 2 * j]
-            out[f"{metric}_den"] = counts[:, 2 * j + 1]
-        return out
-
-
-def counts_table(columns: dict[str, Any], pass_k: int | None = None) -> Any:
-    """One row per case: id, lang, rules, tags and ``<metric>_num``/``<metric>_den``.
-
-    With repeats, a case's counts are summed over its repeats (so the bootstrap resamples
-    cases, not repeats) and it passes when at least ``pass_k`` repeats pass (default:
-    all of them); ``runs`` and ``passes`` say how many ran and passed.
-
-    ``columns`` must be ordered by case id and repeat, not in the order of ``cases.jsonl``
-    (the order cases finished in): the bootstrap draws rows by position, so the CIs of the
-    same records must not depend on which answer came back first (E3, E6).
-    """
-    import pandas as pd
-
-    df = pd.DataFrame(columns)
-    if df.empty or df["repeat"].max() == 0:
-        if not df.empty:
-            df["runs"], df["passes"] = 1, df["passed"].astype(int)
-        return df
-    sums = {c: "sum" for c in df.columns if c.endswith(("_num", "_den"))}
-    agg = df.groupby("id", sort=False).agg(
-        {
-            "lang": "first",
-            "rules": "first",
-            "tags": "first",
-            "repeat": "count",
-            "passed": "sum",
-            **sums,
-        }
-    )
-    agg = agg.rename(columns={"repeat": "runs", "passed": "passes"}).reset_index()
-    k = agg["runs"] if pass_k is None else pass_k
-    agg["passed"] = agg["passes"] >= k
-    agg["case_pass_num"] = agg["passed"].astype(int)
-    agg["case_pass_den"] = 1
-    return agg
-
-
-def repeat_spread(totals: dict[int, dict[str, list[float]]]) -> dict[str, Any]:
-    """Each metric computed per repeat index, and its spread across repeats."""
-    out: dict[str, Any] = {}
-    for m in METRICS:
-        values = [t[m][0] / t[m][1] for _, t in sorted(totals.items()) if t[m][1] > 0]
-        if values:
-            mean = sum(values) / len(values)
-            std = (sum((v - mean) ** 2 for v in values) / len(values)) ** 0.5
-            out[m] = {"per_repeat": values, "min": min(values), "max": max(values), "std": std}
-    return out
-
-
-def metrics_of(df: Any) -> dict[str, Any]:
-    """Every metric of a group of cases, all from one set of bootstrap resamples."""
-    nums = df[[f"{m}_num" for m in METRICS]].to_numpy(dtype=float)
-    dens = df[[f"{m}_den" for m in METRICS]].to_numpy(dtype=float)
-    return dict(zip(METRICS, ratios_with_ci(nums, dens), strict=True))
-
-
-def breakdown_by(df: Any, key: str) -> dict[str, Any]:
-    """Every metric per language (``key="lang"``), rule or tag; a case counts in each of
-    its rules and tags."""
-    if key == "lang":
-        groups = df.groupby("lang")
-    else:
-        column = {"rule": "rules", "tag": "tags"}[key]
-        exploded = df.explode(column)
-        groups = exploded[exploded[column].notna()].groupby(column)
-    return {str(value): {"cases": len(part), **metrics_of(part)} for value, part in groups}
 
 
 def _confusion(counts: Counter[tuple[str, str]]) -> dict[str, dict[str, int]]:
@@ -202,23 +99,24 @@ def _confusion(counts: Counter[tuple[str, str]]) -> dict[str, dict[str, int]]:
 
 
 def _results(
-    records: Path, wanted: set[str] | None, pass_k: int | None, plotter: Plotter | None = None
+    records: Path, wanted: set[str] | None, pass_k: int | None
 ) -> tuple[dict[str, Any], dict[str, bytes], dict[str, Any]]:
     """What the records alone decide: the summary's results, the plots and the page's case
-    data.
-    Each plot is handed to ``plotter`` as soon as its numbers exist (see ``_plots.py``)."""
+    data."""
     scan = _Scan(records, wanted)
-    df = counts_table(scan.columns(), pass_k)
+    df = case_table(scan.rows, pass_k)
     if df.empty:
         return {"cases": 0, "metrics": {m: ratio_with_ci([], []) for m in METRICS}}, {}, {}
-    plotter = plotter or Plotter()
     metrics = metrics_of(df)
     confusion = _confusion(scan.confusion)
-    plotter.submit("metrics.png", metrics)
-    plotter.submit("confusion.png", confusion)
-    rules = breakdown_by(df, "rule")  # first: its plot is drawn during the other two
-    plotter.submit("rules.png", {r: {"case_pass": e["case_pass"]} for r, e in rules.items()})
-    breakdown = {"lang": breakdown_by(df, "lang"), "rule": rules, "tag": breakdown_by(df, "tag")}
+    breakdown = {key: breakdown_by(df, key) for key in ("lang", "rule", "tag")}
+    plots = {
+        "metrics.png": draw("metrics.png", metrics),
+        "confusion.png": draw("confusion.png", confusion),
+        "rules.png": draw(
+            "rules.png", {r: {"case_pass": e["case_pass"]} for r, e in breakdown["rule"].items()}
+        ),
+    }
     costs = scan.costs
     core: dict[str, Any] = {
         "cases": len(df),
@@ -232,16 +130,10 @@ def _results(
         "failed_cases": sorted(df.loc[~df["passed"], "id"].tolist()),
         "truncated": dict(sorted(scan.truncated.items())),
     }
-    if int(df["runs"].max()) > 1:
-        flaky = df[(df["passes"] > 0) & (df["passes"] < df["runs"])]
-        core["repeats"] = {
-            "n": int(df["runs"].max()),
-            "k": pass_k or int(df["runs"].max()),
-            "pass_rate": float(df["passes"].sum() / df["runs"].sum()),
-            "flaky_cases": sorted(flaky["id"].tolist()),
-            "spread": repeat_spread(scan.per_repeat),
-        }
-    return core, plotter.collect(), scan.drilldown()
+    repeats = repeat_summary(df, scan.rows, pass_k)
+    if repeats is not None:
+        core["repeats"] = repeats
+    return core, plots, scan.drilldown()
 
 
 def write_reports(
@@ -252,37 +144,13 @@ def write_reports(
     wanted: set[str] | None = None,
     *,
     pass_k: int | None = None,
-    memo: ResultCache | None = None,
-    memo_read: bool = True,
-    plotter: Plotter | None = None,
 ) -> dict[str, Any]:
     """Write ``summary.json``, the plots, ``report.md`` and ``report.html``; return the
-    summary. With ``memo``, results of the same records are taken from it (when
-    ``memo_read``) or stored in it. Plots are drawn by ``plotter`` (in-process by
-    default)."""
-    records = run_dir / "cases.jsonl"
-    key = (
-        report_key(records, wanted, pass_k, manifest.get("packages")) if memo is not None else None
-    )
-    cached = memo.get_report(key) if memo is not None and key and memo_read else None
-    if cached is not None and "cases" in cached:
-        core = cached["core"]
-        plots = {n: base64.b64decode(b) for n, b in cached["plots"].items()}
-        drilldown = cached["cases"]
-    else:
-        core, plots, drilldown = _results(records, wanted, pass_k, plotter)
-        if memo is not None and key and core["cases"]:
-            memo.put_report(
-                key,
-                {
-                    "core": core,
-                    "plots": {n: base64.b64encode(b).decode() for n, b in plots.items()},
-                    "cases": drilldown,
-                },
-            )
+    summary. ``wanted`` limits the report to those case ids (the run's selection)."""
+    core, plots, drilldown = _results(run_dir / RECORDS_NAME, wanted, pass_k)
     if not core["cases"]:
         summary: dict[str, Any] = dict(core)
-        _write_json(run_dir / "summary.json", summary)
+        write_json(run_dir / "summary.json", summary)
         return summary
     summary = {
         "suite": manifest["suite"],
@@ -302,7 +170,7 @@ def write_reports(
     }
     if "repeats" in core:
         summary["repeats"] = core["repeats"]
-    _write_json(run_dir / "summary.json", summary)
+    write_json(run_dir / "summary.json", summary)
     for name, data in plots.items():
         (run_dir / name).write_bytes(data)
     (run_dir / "report.md").write_text(markdown_report(summary, run_dir), encoding="utf-8")
@@ -416,9 +284,9 @@ def truncation_line(summary: dict[str, Any]) -> str:
 
 def terminal_summary(summary: dict[str, Any], run_dir: Path) -> str:
     m = summary["metrics"]
-    width = max(len(n) for n in HEADLINE)
+    width = max(len(n) for n in METRICS)
     rows = [f"{'metric':<{width}}  {'value':>7}  95% CI            n"]
-    for name in HEADLINE:
+    for name in METRICS:
         e = m[name]
         if e["value"] is None:
             rows.append(f"{name:<{width}}  {'n/a':>7}")

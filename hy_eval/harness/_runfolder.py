@@ -16,15 +16,16 @@ The checks return a one-line problem (or ``None``) for the runner to raise as it
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hy_eval._redact import redact
+from hy_eval.harness._runlog import RunManifest
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # for annotations only: never imported at run time
     from hy_eval.harness._runner import RunConfig
 
 try:
@@ -90,26 +91,10 @@ def lock_folder(run_dir: Path) -> tuple[FolderLock | None, str | None]:
     return FolderLock(fd), None
 
 
-def read_manifest(run_dir: Path) -> tuple[dict[str, Any] | None, str | None]:
-    """The manifest of ``run_dir`` for a resume, or a one-line problem."""
-    path = run_dir / "manifest.json"
-    if not path.is_file():
-        return None, f"{run_dir}: not a run folder (no manifest.json)"
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, RecursionError) as exc:
-        return None, f"{path}: not a readable manifest ({type(exc).__name__})"
-    if not isinstance(data, dict) or not isinstance(data.get("params"), dict):
-        return None, f"{path}: not a run manifest (no 'params' object)"
-    return data, None
-
-
-def apply_saved(cfg: RunConfig, manifest: dict[str, Any]) -> None:
-    """Take the run's identity and settings from ``manifest`` into ``cfg`` (a resume)."""
-    from hy_eval.harness._runner import RunConfig
-
-    saved = manifest["params"]
-    defaults = RunConfig()
+def apply_saved(cfg: RunConfig, saved: Mapping[str, Any]) -> None:
+    """Take the run's identity and settings from its manifest's ``params`` into ``cfg``
+    (a resume)."""
+    defaults = type(cfg)()
     for key in (*SAVED_IDENTITY, "limit", "filter"):
         if key in saved:
             setattr(cfg, key, saved[key])
@@ -119,14 +104,10 @@ def apply_saved(cfg: RunConfig, manifest: dict[str, Any]) -> None:
 
 
 def model_mismatch(
-    run_dir: Path, manifest: dict[str, Any], name: str, model: str, url: str
+    run_dir: Path, manifest: RunManifest, name: str, model: str, url: str
 ) -> str | None:
     """Why the command line's model is not the one ``manifest`` ran, or ``None``."""
-    want = (
-        manifest.get("provider"),
-        manifest.get("model"),
-        redact(str(manifest.get("base_url") or "")),
-    )
+    want = (manifest.provider, manifest.model, redact(str(manifest.base_url or "")))
     have = (name, model, redact(url or ""))
     if want == have:
         return None
@@ -140,12 +121,12 @@ def model_mismatch(
     )
 
 
-def resume_command(run_dir: Path, manifest: dict[str, Any]) -> str:
+def resume_command(run_dir: Path, manifest: RunManifest) -> str:
     """The command that resumes ``run_dir``, with the model flags it was run with."""
-    params = manifest.get("params") or {}
+    params = manifest.params
     parts = ["python", "run_eval.py", "--resume", str(run_dir)]
-    if manifest.get("provider") not in (None, "local"):
-        parts += ["--provider", str(manifest["provider"])]
+    if manifest.provider not in (None, "local"):
+        parts += ["--provider", str(manifest.provider)]
     for flag, key in (("--model", "model"), ("--base-url", "base_url")):
         if params.get(key):
             parts += [flag, str(params[key])]

@@ -110,8 +110,7 @@ _blas: Any = None
 def _one_blas_thread() -> Any:
     """OpenBLAS on one thread for the resampling products. They are small (2,000 x cases
     by cases x 14) and its threads cost more than they give, far more when the other core
-    is busy (drawing the plots, or the model server; see the report phase that
-    ``benchmarks/bench_harness.py throughput`` prints). The sums are exact integers in
+    is busy (a model server, another run). The sums are exact integers in
     float64 either way, so the CIs do not change."""
     global _blas
     if _blas is None:

@@ -193,18 +193,6 @@ def _short_cjk_words(query: str) -> list[str]:
     return [r for r in re.findall(r"[\u3400-\u9fff\uf900-\ufaff]+", query) if len(r) == 2]
 
 
-_template: sqlite3.Connection | None = None
-_template_lock = threading.Lock()
-
-
-def _memory_template() -> sqlite3.Connection:
-    global _template
-    with _template_lock:
-        if _template is None:
-            _template = MemoryStore.__new__(MemoryStore)._fresh_memory_db()
-        return _template
-
-
 class MemoryStore:
     def __init__(self, path: str | Path = ":memory:") -> None:
         self.path = str(path)
@@ -219,13 +207,7 @@ class MemoryStore:
         self.db.execute("PRAGMA foreign_keys = ON")
         if self.path != ":memory:":
             self._set_wal()
-            self._migrate()
-        else:
-            # The harness makes one in-memory store per case: copy a migrated template
-            # (an online backup) instead of running every migration again.
-            template = _memory_template()
-            with _template_lock:
-                template.backup(self.db)
+        self._migrate()
 
     # -- schema ------------------------------------------------------------------------
 
@@ -242,13 +224,6 @@ class MemoryStore:
                 if "locked" not in str(exc) or time.monotonic() > deadline:
                     raise
                 time.sleep(0.05)
-
-    def _fresh_memory_db(self) -> sqlite3.Connection:
-        self.path = ":memory:"
-        self._lock = threading.RLock()
-        self.db = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
-        self._migrate()
-        return self.db
 
     def _migrate(self) -> None:
         with self._lock:
@@ -279,8 +254,8 @@ class MemoryStore:
     def clear(self) -> None:
         """Delete every row, leaving the store as a freshly migrated one: ids start at 1
         again (no table uses AUTOINCREMENT) and the full-text index is emptied. The
-        harness reuses in-memory stores across cases this way: a new connection prepares
-        every statement again, which cost more than the case's own store work."""
+        harness reuses one in-memory store per worker this way: a new connection migrates
+        and prepares every statement again (benchmarks/README.md has the figures)."""
         if self._clear_sql is None:
             self._clear_sql = self._clear_statements()
         with self.transaction() as db:
@@ -289,9 +264,9 @@ class MemoryStore:
 
     def _clear_statements(self) -> list[str]:
         """DELETEs for the schema's own tables, referencing tables before the ones they
-        reference (a PRAGMA to defer the checks would cost more than the deletes: it makes
-        SQLite prepare every statement again), then 'delete-all' for each external-content
-        FTS5 table (its triggers already removed the rows; this also drops its segments)."""
+        reference (a PRAGMA that defers the foreign-key checks instead makes SQLite prepare
+        every statement again), then 'delete-all' for each external-content FTS5 table (its
+        triggers already removed the rows; this also drops its segments)."""
         rows = self.db.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table'")
         tables = {name: sql or "" for name, sql in rows}
         virtual = [n for n, sql in tables.items() if sql.upper().startswith("CREATE VIRTUAL")]

@@ -28,6 +28,25 @@ def _memories_part(prompt):
     return ""
 
 
+def scripted_config(server, out, **kw):
+    """The ``RunConfig`` of a run against the scripted model behind ``server``, written to
+    ``out``: no cache, no progress output; ``kw`` sets any other field."""
+    from hy_eval.harness import RunConfig
+
+    base = dict(
+        suite="multi_speaker",
+        provider="openai",
+        model="scripted",
+        base_url=server.openai_url,
+        api_key="sk-dummy",
+        cache_mode="off",
+        out=str(out),
+        progress=False,
+    )
+    base.update(kw)
+    return RunConfig(**base)
+
+
 def model_args(server):
     """CLI flags that point a run at a scripted model behind ``server``."""
     return ["--provider", "openai", "--model", "scripted", "--base-url", server.openai_url]

@@ -85,7 +85,7 @@ def correlated(first: np.ndarray, other: np.ndarray, rho: float, rng: np.random.
 
 
 def outcomes(process: Process, num: np.ndarray, label: str) -> RunOutcomes:
-    """A ``RunOutcomes`` such as ``load_run`` gives, from drawn numerators."""
+    """A ``RunOutcomes`` such as ``run_outcomes`` gives, from drawn numerators."""
     j = METRICS.index("case_pass")
     counts = {
         cid: {m: (float(num[i, k]), float(process.den[i, k])) for k, m in enumerate(METRICS)}

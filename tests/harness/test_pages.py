@@ -1,4 +1,4 @@
-"""The workbench pages without a browser (issue 21): ``load_run`` as a DataFrame, the
+"""The workbench pages without a browser (issue 21): ``cases_frame``, the
 comparison page from the CLI, the fact-level diff, and CI entries read defensively."""
 
 import json
@@ -7,10 +7,10 @@ import math
 import pytest
 
 from hy_eval.cli import main
-from hy_eval.harness import METRICS, load_run, write_reports
+from hy_eval.harness import METRICS, cases_frame, write_reports
 from hy_eval.harness._compare_page import fact_diff
-from hy_eval.harness._frame import RunFolderError
 from hy_eval.harness._pages import fmt_ratio, metric_row
+from hy_eval.harness._runlog import RunFolderError
 
 from .test_report import scored_record
 from .test_report_escaping import embedded_data, manifest
@@ -25,13 +25,13 @@ def write_run(folder, records, variant="default"):
     return folder
 
 
-def test_load_run_gives_one_row_per_case_and_repeat_with_scores(tmp_path):
+def test_cases_frame_gives_one_row_per_case_and_repeat_with_scores(tmp_path):
     """issue 21: rows in order of id and repeat; each metric's value and counts; the sums
     of a group give the summary's micro average."""
     records = [scored_record(i, r) for i in range(20) for r in (1, 0)]
     run = write_run(tmp_path / "run", records)
     summary = write_reports(run, manifest(), {}, 0.0)
-    df = load_run(run)
+    df = cases_frame(run)
     assert len(df) == 40
     assert list(df["id"][:3]) == ["s000", "s000", "s001"] and list(df["repeat"][:2]) == [0, 1]
     assert {"lang", "rules", "tags", "passed", "failing_checks", *METRICS} <= set(df.columns)
@@ -43,9 +43,9 @@ def test_load_run_gives_one_row_per_case_and_repeat_with_scores(tmp_path):
     assert num / den == pytest.approx(summary["metrics"]["fact_recall"]["value"])
 
 
-def test_load_run_of_a_folder_without_cases_is_one_clear_error(tmp_path):
+def test_cases_frame_of_a_folder_without_cases_is_one_clear_error(tmp_path):
     with pytest.raises(RunFolderError, match="not a run folder"):
-        load_run(tmp_path)
+        cases_frame(tmp_path)
 
 
 def test_compare_html_writes_the_comparison_page(tmp_path, capsys):

@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from hy_eval.harness import RunConfig, Runner, load_suite
+from hy_eval.harness import Runner, load_suite
 from hy_eval.harness._compare import compare
-from hy_eval.harness._compare import load_run as load_outcomes
+from hy_eval.harness._compare import run_outcomes as load_outcomes
 from hy_eval.harness._compare_page import write_compare_page
 
-from .scripted_suite import SuiteModel, perfect_extraction
+from .scripted_suite import SuiteModel, perfect_extraction, scripted_config
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 if CHROMIUM is None and not os.environ.get("CI"):
@@ -52,16 +52,7 @@ def scripted_run(suite, folder, out, emptied=()):
     for case_id in emptied:
         answers[case_id] = {"facts": [], "basic_info": {}}
     with SuiteModel(suite.cases, answers) as model:
-        cfg = RunConfig(
-            suite=str(folder),
-            provider="openai",
-            model="scripted",
-            base_url=model.server.openai_url,
-            api_key="k",
-            cache_mode="off",
-            out=str(out),
-            progress=False,
-        )
+        cfg = scripted_config(model.server, out, suite=str(folder))
         run_dir, _, code = Runner(cfg).run()
     assert code == 0
     return run_dir

@@ -1,9 +1,9 @@
-"""The report's plots (E7) drawn by the helper process give the same PNG bytes as drawn
-in-process, and a worker that dies or answers with an error costs no plot."""
+"""The report's plots (E7): the same numbers give the same PNG bytes (a report can be
+compared byte for byte), and a plot that cannot be drawn fails with the real error."""
 
 import pytest
 
-from hy_eval.harness._plots import Plotter, PlotWorker
+from hy_eval.harness._plots import PLOTS, draw
 from hy_eval.harness._scoring import METRICS, SUBJECT_KINDS
 
 
@@ -21,38 +21,16 @@ DATA = {
 }
 
 
-def draw_all(plotter):
-    try:
-        for name, data in DATA.items():
-            plotter.submit(name, data)
-        return plotter.collect()
-    finally:
-        plotter.close()
+def test_each_plot_is_a_png_and_the_same_numbers_give_the_same_bytes():
+    assert set(DATA) == set(PLOTS)
+    first = {name: draw(name, data) for name, data in DATA.items()}
+    again = {name: draw(name, data) for name, data in DATA.items()}
+    assert first == again
+    assert all(png.startswith(b"\x89PNG") for png in first.values())
+    changed = dict(DATA["rules.png"], A1={"case_pass": entry(0.9)})
+    assert draw("rules.png", changed) != first["rules.png"]
 
 
-def test_the_worker_draws_the_bytes_drawn_in_process():
-    here = draw_all(Plotter())
-    worker = PlotWorker.start()
-    assert worker is not None
-    there = draw_all(worker)
-    assert not worker._broken  # the worker answered all three itself
-    assert list(there) == list(DATA) and there == here
-    assert all(png.startswith(b"\x89PNG") for png in there.values())
-
-
-def test_a_dead_worker_costs_no_plot():
-    worker = PlotWorker.start()
-    assert worker is not None
-    worker._proc.kill()
-    worker._proc.wait()
-    plots = draw_all(worker)
-    assert worker._broken and plots == draw_all(Plotter())
-
-
-def test_a_plot_the_worker_cannot_draw_fails_here_with_the_real_error():
-    worker = PlotWorker.start()
-    assert worker is not None
-    worker.submit("metrics.png", {"case_pass": entry(0.5)})  # the other metrics missing
+def test_a_plot_that_cannot_be_drawn_fails_with_the_real_error():
     with pytest.raises(KeyError):
-        worker.collect()
-    worker.close()
+        draw("metrics.png", {"case_pass": entry(0.5)})  # the other metrics missing

@@ -1,7 +1,7 @@
 """Re-runs from the result cache (issue 8, cached re-run): a finished case record is reused
 only when the case, the run's result-defining parameters, the prompts, the model and the
-code are all unchanged; a report is reused only for the same multiset of records. Every
-test counts the requests that reach the loopback server."""
+code are all unchanged, and the same records give the same report. Every test counts the
+requests that reach the loopback server."""
 
 import json
 from collections import Counter
@@ -9,7 +9,6 @@ from collections import Counter
 import pytest
 
 from hy_eval.harness import Runner, _reuse, load_suite
-from hy_eval.harness._reuse import lines_digest
 from hy_eval.llm.loopback import Reply
 
 from .scripted_suite import SuiteModel, perfect_extraction
@@ -36,7 +35,7 @@ def lines(run_dir):
     return Counter((run_dir / "cases.jsonl").read_text(encoding="utf-8").splitlines())
 
 
-def test_second_run_reuses_every_record_and_the_report(tmp_path):
+def test_second_run_reuses_every_record_and_gives_the_same_report(tmp_path):
     suite = write_suite(tmp_path / "toy", 6)
     with SuiteModel(suite.cases) as model:
         first_dir, first, _ = Runner(config(model.server, tmp_path, "one")).run()
@@ -52,7 +51,7 @@ def test_second_run_reuses_every_record_and_the_report(tmp_path):
     for name in ("metrics.png", "confusion.png", "rules.png"):
         assert (second_dir / name).read_bytes() == (first_dir / name).read_bytes()
     html = (second_dir / "report.html").read_text(encoding="utf-8")
-    # The reused report's page holds every case (issue 21: as data for the page's script).
+    # The second page holds every case (issue 21: as data for the page's script).
     first_page = (first_dir / "report.html").read_text(encoding="utf-8")
     assert len(embedded_data(html)["cases"]) == 6
     assert embedded_data(html)["cases"] == embedded_data(first_page)["cases"]
@@ -129,17 +128,6 @@ def test_records_with_provider_errors_are_not_kept(tmp_path):
         assert model.server.count - before == 2  # t-01 asked again, and now answered
     assert second["calls"]["records_reused"] == 2
     assert second["metrics"]["error_rate"]["value"] == 0.0
-
-
-def test_lines_digest_ignores_order_but_not_content(tmp_path):
-    a, b, c = tmp_path / "a", tmp_path / "b", tmp_path / "c"
-    a.write_text("x\ny\nz\n")
-    b.write_text("z\nx\ny\n")
-    c.write_text("x\ny\ny\n")
-    assert lines_digest(a) == lines_digest(b)
-    assert lines_digest(a) != lines_digest(c)
-    (tmp_path / "torn").write_text("x\ny\nz\nhalf")
-    assert lines_digest(tmp_path / "torn") == lines_digest(a)  # a torn last line is not a record
 
 
 def test_a_case_edited_during_the_run_stops_it_with_a_dataset_error(tmp_path, monkeypatch):

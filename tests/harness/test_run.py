@@ -9,24 +9,12 @@ import pytest
 from hy_eval.harness import RunConfig, Runner, load_suite
 from hy_eval.harness._scoring import ACCURACY_METRICS, VIOLATION_METRICS
 
-from .scripted_suite import SuiteModel, perfect_extraction
+from .scripted_suite import SuiteModel, perfect_extraction, scripted_config
 
 
 def config(server, tmp_path, **kw):
-    base = dict(
-        suite="multi_speaker",
-        provider="openai",
-        model="scripted",
-        base_url=server.openai_url,
-        api_key="sk-dummy",
-        cache_mode="off",
-        out=str(tmp_path / "run"),
-        progress=False,
-        concurrency=8,
-        retries=1,
-    )
-    base.update(kw)
-    return RunConfig(**base)
+    kw = {"out": tmp_path / "run", "concurrency": 8, "retries": 1, **kw}
+    return scripted_config(server, kw.pop("out"), **kw)
 
 
 def test_perfect_model_scores_perfectly_on_the_whole_suite(tmp_path):

@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 
 from hy_eval.conversation._render import LABEL_LINE_RE, NAME_LINE_RE
-from hy_eval.harness import RunConfig, Runner, load_suite
+from hy_eval.harness import Runner, load_suite
 from hy_eval.llm.loopback import Reply
 
-from ..harness.scripted_suite import SuiteModel, perfect_extraction
+from ..harness.scripted_suite import SuiteModel, perfect_extraction, scripted_config
 
 HERE = Path(__file__).parent / "hostile"
 ROOT = Path(__file__).resolve().parents[2]
@@ -116,16 +116,12 @@ def make_hostile_run(tmp_path_factory):
         case_id = f"ans-{a['name']}"
         (ext if a["stage"] == "extract" else rec)[case_id] = expand(a["answer"], case_id)
     with HostileModel(suite.cases, ext, rec) as model:
-        cfg = RunConfig(
+        cfg = scripted_config(
+            model.server,
+            tmp / "run",
             suite=str(folder),
-            provider="openai",
-            model="scripted",
-            base_url=model.server.openai_url,
-            api_key="k",
             cache_mode="read-write",
             cache_path=str(tmp / "cache.sqlite"),
-            out=str(tmp / "run"),
-            progress=False,
             concurrency=4,
             retries=1,
             retry_base_delay=0.01,
@@ -272,16 +268,8 @@ def test_an_unforeseen_error_costs_its_case_not_the_run(tmp_path, monkeypatch):
 
     monkeypatch.setattr(MemoryClient, "add", add)
     with SuiteModel(suite.cases) as model:
-        cfg = RunConfig(
-            suite=str(tmp_path / "toy"),
-            provider="openai",
-            model="scripted",
-            base_url=model.server.openai_url,
-            api_key="k",
-            cache_mode="off",
-            out=str(tmp_path / "run"),
-            progress=False,
-            max_error_rate=0.5,
+        cfg = scripted_config(
+            model.server, tmp_path / "run", suite=str(tmp_path / "toy"), max_error_rate=0.5
         )
         run_dir, summary, code = Runner(cfg).run()
     records = {r["id"]: r for r in map(json.loads, (run_dir / "cases.jsonl").open())}

@@ -14,13 +14,13 @@ from pathlib import Path
 import pytest
 
 from hy_eval.cli import main
-from hy_eval.harness import RunConfig, RunError, Runner
+from hy_eval.harness import RunError, Runner
 from hy_eval.harness._dataset import DATASETS_DIR
 from hy_eval.harness._gate import default_baseline_path
 from hy_eval.harness._runfolder import LOCK_NAME
 from hy_eval.llm.loopback import LoopbackServer, Reply, openai_completion
 
-from ..harness.scripted_suite import SuiteModel, model_args
+from ..harness.scripted_suite import SuiteModel, model_args, scripted_config
 from ..harness.test_run import write_suite
 
 SECRET = "sk-dummy-RESUME-5b1e0d4c"
@@ -119,17 +119,7 @@ def test_two_runs_started_together_on_one_folder_do_not_merge(tmp_path):
         start = threading.Barrier(2)
 
         def go():
-            cfg = RunConfig(
-                suite=str(tmp_path / "toy"),
-                provider="openai",
-                model="scripted",
-                base_url=model.server.openai_url,
-                api_key="sk-dummy",
-                cache_mode="off",
-                out=str(out),
-                progress=False,
-                concurrency=4,
-            )
+            cfg = scripted_config(model.server, out, suite=str(tmp_path / "toy"), concurrency=4)
             start.wait()
             try:
                 results.append(Runner(cfg).run()[1])

@@ -1,6 +1,6 @@
 """No key in any artifact (issue 14 item 6; rules E2, E6): a provider error body that
 echoes the request's headers and a base URL with credentials used to put the key into
-cases.jsonl, report.html, manifest.json and the cache file (stored request, report memo).
+cases.jsonl, report.html, manifest.json and the cache file (stored request, case records).
 One function, ``hy_eval._redact.redact``, cleans text wherever it is stored."""
 
 import json
