@@ -21,7 +21,15 @@ import sys
 from collections.abc import Sequence
 
 from hy_eval._exitcodes import ExitCode
-from hy_eval.cli import _cache, _compare, _conversation, _datasets, _memory, _run
+from hy_eval.cli import (
+    _cache,
+    _compare,
+    _conversation,
+    _datasets,
+    _matchers,
+    _memory,
+    _run,
+)
 from hy_eval.cli._errors import UserError
 
 #: Sub-command names; anything else as the first argument means ``run``.
@@ -35,6 +43,7 @@ COMMANDS = (
     "compare",
     "baseline",
     "cassette",
+    "matchers",
 )
 
 
@@ -51,6 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     _cache.register_cassette(sub)
     _datasets.register(sub)
     _memory.register(sub)
+    _matchers.register(sub)
     return parser
 
 

@@ -17,7 +17,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     try:
         result = compare(
-            run_outcomes(args.run_a), run_outcomes(args.run_b), common_only=args.common_only
+            run_outcomes(args.run_a),
+            run_outcomes(args.run_b),
+            common_only=args.common_only,
+            mixed_matchers=args.mixed_matchers,
         )
     except CompareError as exc:
         raise UserError(str(exc)) from None
@@ -56,6 +59,11 @@ def register(sub: Any) -> None:
         "--common-only",
         action="store_true",
         help="compare the shared case ids even when the datasets differ",
+    )
+    p.add_argument(
+        "--mixed-matchers",
+        action="store_true",
+        help="compare runs whose facts were matched by different --matcher (refused otherwise)",
     )
     p.add_argument("--json", help="also write the comparison as JSON here")
     p.add_argument(

@@ -9,6 +9,7 @@ from typing import Any
 
 from hy_eval._exitcodes import ExitCode
 from hy_eval.cli._errors import UserError
+from hy_eval.cli._matchers import add_matcher_flags, matcher_settings
 from hy_eval.cli._model import add_model_flags, model_options
 
 
@@ -31,6 +32,7 @@ def run_config(args: argparse.Namespace) -> Any:
         pass_k=args.pass_k,
         prices=args.prices,
         progress=not args.quiet,
+        **matcher_settings(args),
     )
 
 
@@ -184,6 +186,7 @@ def register(sub: Any) -> None:
     _add_output_flags(p)
     _add_repeat_and_matrix_flags(p)
     add_model_flags(p)
+    add_matcher_flags(p)
     p.set_defaults(func=cmd_run)
 
 

@@ -13,6 +13,8 @@ from typing import Any
 
 from hy_eval.conversation import normalise_messages, render_conversation
 from hy_eval.harness._dataset import Case
+from hy_eval.harness._judge import Judge
+from hy_eval.harness._matching import Matcher, VerdictMatcher, static_matcher
 from hy_eval.harness._runlog import CaseRecord
 from hy_eval.harness._scoring import Outcome, score_case
 from hy_eval.llm import (
@@ -58,6 +60,8 @@ async def run_case(
     repeat: int = 0,
     temperature: float = 0.0,
     store: MemoryStore | None = None,
+    matcher: str = "keyword",
+    judge: Judge | None = None,
 ) -> CaseRecord:
     """One case through an empty in-memory store (``store``, or a new one): seed history
     and existing memories, add the conversation, score. A provider error marks the case
@@ -92,10 +96,25 @@ async def run_case(
         fields.update(_pipeline_fields(result, store, case, outcome, llm, prices))
     if outcome.error is not None:
         fields.update(status="error", error=outcome.error)
-    score = score_case(case, outcome)
+    score = score_case(case, outcome, await _matcher(case, outcome, matcher, judge, label))
     fields["latency_s"] = round(time.perf_counter() - started, 4)
     fields["score"] = score.as_dict()
     return CaseRecord(**fields)
+
+
+async def _matcher(
+    case: Case, outcome: Outcome, name: str, judge: Judge | None, label: str
+) -> Matcher:
+    """The case's matcher; for ``judge``, with the judge's verdicts on its pairs (asked
+    only when the pipeline ran and there are facts on both sides)."""
+    if name != "judge":
+        return static_matcher(name, case.speakers)
+    if judge is None:
+        raise ValueError("the judge matcher needs a Judge (_judge.build_judge)")
+    golds, texts = case.expect.facts, [f["text"] for f in outcome.facts]
+    if outcome.error is not None or not golds or not texts:
+        return VerdictMatcher({})
+    return await judge.matcher(golds, texts, case.lang, label)
 
 
 def _case_fields(case: Case, repeat: int) -> dict[str, Any]:

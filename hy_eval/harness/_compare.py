@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from hy_eval.harness._aggregate import RecordRows, case_counts, case_table
+from hy_eval.harness._matching import matcher_of, matcher_text
 from hy_eval.harness._outputs_diff import structural_diff
 from hy_eval.harness._runlog import CaseRecord, RunFolderError, read_run
 from hy_eval.harness._scoring import ACCURACY_METRICS, METRICS
@@ -345,6 +346,7 @@ def compare(
     b: RunOutcomes,
     *,
     common_only: bool = False,
+    mixed_matchers: bool = False,
     alpha: float = 0.05,
     level: float | None = None,
     limits: Mapping[str, float] | None = None,
@@ -359,7 +361,19 @@ def compare(
     is starred when nothing changed stays at ``alpha``. ``significant_unadjusted`` is the
     per-metric verdict. CIs are at ``level`` (default ``1 - alpha``). ``limits`` (metric
     -> allowed worsening) adds the one-sided tests the gates use (``_gate.py``).
+
+    Runs whose facts were matched by different matchers are refused unless
+    ``mixed_matchers``: a difference would mix the pipeline's change with the
+    measurement's (docs/metrics.md, "Matchers").
     """
+    matchers = {"a": matcher_of(a.meta), "b": matcher_of(b.meta)}
+    if matchers["a"] != matchers["b"] and not mixed_matchers:
+        raise CompareError(
+            f"the runs matched facts with different matchers (A {matchers['a']}, B "
+            f"{matchers['b']}), so fact_recall, attribution_accuracy and case_pass are not "
+            "measured alike; compare anyway with --mixed-matchers (a gate needs a baseline "
+            "run with the same --matcher)"
+        )
     if a.dataset_hash != b.dataset_hash and not common_only:
         raise CompareError(
             f"the runs used different datasets ({a.dataset_hash[:12]} vs {b.dataset_hash[:12]}); "
@@ -405,6 +419,7 @@ def compare(
         "alpha": alpha,
         "ci_level": level,
         "adjustment": "holm",
+        "matcher": matchers,
         "metrics_tested": len(tested),
         "metrics": metrics,
         "mcnemar": {"fixed": len(fixed), "broken": len(broken), "p_value": cp["p_value"]},
@@ -465,6 +480,7 @@ def comparison_text(result: Mapping[str, Any]) -> str:
         from hy_eval.harness._metamorphic import consistency_text
 
         lines += consistency_text(result["consistency"], result.get("perturbation"))
+    lines.append(matcher_text(result.get("matcher")))
     lines += [
         f"* = Holm-adjusted p (p_holm) < {alpha:g} across the {result['metrics_tested']} metrics "
         "compared; p is unadjusted:",

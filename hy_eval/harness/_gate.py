@@ -183,6 +183,7 @@ def bless(run_dir: str | Path, out: str | Path | None = None) -> Path:
         "model": m["model"],
         "variant": m["params"]["variant"],
         "guard": m["params"]["guard"],
+        "matcher": m["params"].get("matcher") or "keyword",
         "blessed_from": str(run_dir),
         "blessed_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "git": m.get("git"),

@@ -71,6 +71,7 @@ def match_fuzzy(
     ignore: Iterable[str] = (),
     threshold: float = FUZZY_THRESHOLD,
     preference: Sequence[Sequence[int]] | None = None,
+    keyword_hits: Sequence[Sequence[bool]] | None = None,
 ) -> list[FuzzyMatch]:
     """One :class:`FuzzyMatch` per gold fact, in gold order. ``keywords[g]`` are gold
     fact ``g``'s keywords (a predicted fact holding all of them is accepted whatever its
@@ -79,6 +80,8 @@ def match_fuzzy(
     ``preference[g][p]`` (a small integer, 0 by default) ranks accepted pairs above
     similarity: the keyword scoring's order (2: right subject and owner, 1: right
     subject, 0: neither) carries over that way. The number of pairs still comes first.
+    ``keyword_hits[g][p]``, when given, replaces the plain ``keywords`` test: the
+    scoring passes its own keyword rule (any-of groups, number forms, whole words).
     """
     skip = list(ignore)
     pred_features = [features(p, skip) for p in predicted]
@@ -94,6 +97,8 @@ def match_fuzzy(
             reason: str | None = None
             if score >= threshold and pred_negated[p] == neg:
                 reason = "similarity"
+            elif keyword_hits is not None:
+                reason = "keywords" if keyword_hits[g][p] else None
             elif keywords is not None and _contains_all(predicted[p], keywords[g]):
                 reason = "keywords"
             row_scores.append(score)

@@ -23,6 +23,7 @@ from hy_eval.harness._aggregate import (
     metrics_of,
     repeat_summary,
 )
+from hy_eval.harness._matching import matcher_info, unusable_in
 from hy_eval.harness._pages import case_entry, report_page
 from hy_eval.harness._plots import draw
 from hy_eval.harness._runlog import RECORDS_NAME, CaseRecord, read_records, write_json
@@ -51,6 +52,8 @@ class _Scan:
         #: What was cut from answers to the schemas' limits (issue 14): counts by kind,
         #: and ``cases`` with any cut.
         self.truncated: Counter[str] = Counter()
+        #: Judge answers that could not be used (``--matcher judge``).
+        self.judge_unusable = 0
         for rec in read_records(records_path):
             if wanted is None or rec.id in wanted:
                 self._add(rec)
@@ -65,6 +68,7 @@ class _Scan:
         undecided = int(rec.guard_undecided)
         self.guard_counts["undecided"] += undecided
         self.guard_counts["cross_subject"] += len(rec.guard_events) - undecided
+        self.judge_unusable += unusable_in(rec.score)
         if rec.truncated:
             self.truncated.update(rec.truncated)
             self.truncated["cases"] += 1
@@ -129,6 +133,7 @@ def _results(
         "cost_usd": None if any(c is None for c in costs) else round(sum(c or 0 for c in costs), 6),
         "failed_cases": sorted(df.loc[~df["passed"], "id"].tolist()),
         "truncated": dict(sorted(scan.truncated.items())),
+        "judge_unusable": scan.judge_unusable,
     }
     repeats = repeat_summary(df, scan.rows, pass_k)
     if repeats is not None:
@@ -159,6 +164,7 @@ def write_reports(
         "variant": manifest["params"]["variant"],
         "guard": manifest["params"]["guard"],
         "dataset_hash": manifest["dataset_hash"],
+        **matcher_info(manifest, core["judge_unusable"]),
         **{k: core[k] for k in ("cases", "passed", "metrics", "breakdown", "confusion")},
         "guard_counts": core.get("guard_counts", {}),
         "calls": call_stats,
@@ -208,6 +214,21 @@ def _md_code(value: Any) -> str:
     return f"`{text}`" if not re.search(r"[`\x00-\x1f\x7f-\x9f\u2028\u2029]", text) else _md(text)
 
 
+def matcher_line(summary: dict[str, Any]) -> str:
+    """Which matcher paired predicted with gold facts, so every number says how it was
+    made (docs/metrics.md, "Matchers")."""
+    name = summary.get("matcher", "keyword")
+    line = f"Facts matched by the {_md_code(name)} matcher"
+    judge = summary.get("judge")
+    if judge:
+        line += (
+            f" (judge {_md(judge['provider'])}:{_md(judge['model'] or 'default')}, prompt "
+            f"variant {_md_code(judge['variant'])}; {judge['unusable']} unusable judge "
+            "answers, counted as no match)"
+        )
+    return line + "."
+
+
 def markdown_report(summary: dict[str, Any], run_dir: Path) -> str:
     m = summary["metrics"]
     cost = "unknown" if summary["cost_usd"] is None else f"${summary['cost_usd']:.4f}"
@@ -226,6 +247,8 @@ def markdown_report(summary: dict[str, Any], run_dir: Path) -> str:
         f"{'on' if summary['guard'] else 'off'}{guarded}. Wall time {summary['wall_s']:.1f} s. "
         f"Tokens {summary['tokens']['input']:,} in / {summary['tokens']['output']:,} out. "
         f"Cost {cost}.",
+        "",
+        matcher_line(summary),
         "",
         "| metric | value [95% CI] | n |",
         "|---|---|---|",
@@ -303,6 +326,8 @@ def terminal_summary(summary: dict[str, Any], run_dir: Path) -> str:
     cut = truncation_line(summary)
     if cut:
         rows.append(cut)
+    if summary.get("matcher", "keyword") != "keyword":
+        rows.append(matcher_line(summary).replace("`", ""))
     rows.append(
         f"{summary['cases']} cases, {summary['passed']} passed; report: {run_dir / 'report.html'}"
     )

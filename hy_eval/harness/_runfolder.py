@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hy_eval._redact import redact
+from hy_eval.harness._matching import MATCHERS
 from hy_eval.harness._runlog import RunManifest
 
 if TYPE_CHECKING:  # for annotations only: never imported at run time
@@ -50,6 +51,11 @@ KEPT_ON_RESUME = (
 #: not among them: they come from the command line and must match the manifest.
 SAVED_IDENTITY = (
     "suite",
+    "matcher",
+    "judge_provider",
+    "judge_model",
+    "judge_base_url",
+    "judge_variant",
     "structured",
     "variant",
     "guard",
@@ -174,6 +180,8 @@ def settings_problem(cfg: RunConfig) -> str | None:
             return f"{flag} must be {rule} (got {value!r})"
     if cfg.pass_k is not None and not (_int_at_least(cfg.pass_k, 1) and cfg.pass_k <= cfg.repeats):
         return f"--pass-k must be between 1 and --repeats ({cfg.repeats}) (got {cfg.pass_k!r})"
+    if cfg.matcher not in MATCHERS:
+        return f"--matcher must be one of {', '.join(MATCHERS)} (got {cfg.matcher!r})"
     for key in ("filter", "suite", "variant"):
         value = getattr(cfg, key)
         if value is not None and not isinstance(value, str):

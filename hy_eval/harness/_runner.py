@@ -20,6 +20,7 @@ from hy_eval._exitcodes import ExitCode
 from hy_eval._redact import redact_tree
 from hy_eval.harness._casestep import run_case
 from hy_eval.harness._dataset import CaseRef, DatasetError, Suite
+from hy_eval.harness._judge import Judge, build_judge, judge_settings
 from hy_eval.harness._plan import RunError, RunPlan, plan_run
 from hy_eval.harness._progress import Progress, structured_note
 from hy_eval.harness._report import write_reports
@@ -50,6 +51,7 @@ from hy_eval.llm import (
     Usage,
 )
 from hy_eval.memory import MemoryStore, PromptLibrary
+from hy_eval.memory._prompts import PromptError
 
 
 @dataclass
@@ -88,6 +90,15 @@ class RunConfig:
     #: Run the suite perturbed by this perturbation (issue 20, ``_perturb.py``).
     perturb: str | None = None
     perturb_seed: int = 0
+    #: How predicted facts are paired with gold facts: keyword, fuzzy or judge
+    #: (``_matching.py``, docs/metrics.md "Matchers").
+    matcher: str = "keyword"
+    #: The judge's model, when ``matcher`` is judge (``None``: the pipeline's).
+    judge_provider: str | None = None
+    judge_model: str | None = None
+    judge_base_url: str | None = None
+    #: The prompt variant whose ``judge.<lang>.j2`` the judge uses.
+    judge_variant: str = "default"
 
     @classmethod
     def of(cls, options: ModelOptions, **settings: Any) -> RunConfig:
@@ -112,6 +123,8 @@ class Runner:
         self._suite = suite
         self._folder_lock: FolderLock | None = None
         self.llm: LLMClient | None = None
+        #: The judge of a ``--matcher judge`` run (its client may be the pipeline's).
+        self.judge: Judge | None = None
         self._reuse: RecordCache | None = None
         self._reuse_read = False
         self._identity = ""
@@ -186,8 +199,13 @@ class Runner:
         """The result cache and this run's record identity (see ``_reuse.py``)."""
         cfg = self.config
         reuse = RecordCache(cfg.cache_path) if cfg.cache_mode in ("read-write", "refresh") else None
+        settings = {k: getattr(cfg, k) for k in ("variant", "guard", "temperature", "structured")}
+        if cfg.matcher != "keyword":  # a keyword run's records keep their old identity
+            settings["matcher"] = cfg.matcher
+            if self.judge is not None:
+                settings["judge"] = self.judge.identity()
         self._identity = record_identity(
-            {k: getattr(cfg, k) for k in ("variant", "guard", "temperature", "structured")},
+            settings,
             plan.prompts.file_hashes(),
             {
                 "provider": llm.provider.name,
@@ -222,6 +240,11 @@ class Runner:
             prices = PriceTable.load(cfg.prices)
         except ConfigError as exc:
             raise RunError(str(exc)) from None
+        if cfg.matcher == "judge":
+            try:
+                self.judge = build_judge(cfg.model_options(), llm, judge_settings(cfg))
+            except (ConfigError, PromptError) as exc:
+                raise RunError(f"judge: {exc}") from None
         manifest = self._manifest(plan, llm)
         self._open_folder(plan.run_dir, manifest)
         self._open_reuse(plan, llm, prices, manifest)
@@ -293,6 +316,8 @@ class Runner:
                     exit_code=ExitCode.PROVIDER,
                 ) from None
             stats = {**llm.stats.as_dict(), "records_reused": self.records_reused}
+            if self.judge is not None and self.judge.llm is not llm:
+                stats["judge_calls"] = self.judge.llm.stats.as_dict()
             wall = time.perf_counter() - started
             summary = write_reports(
                 plan.run_dir, saved, stats, wall, {c.id for c in plan.cases}, pass_k=cfg.pass_k
@@ -358,6 +383,8 @@ class Runner:
             writer.close()
             progress.close()
             await llm.aclose()
+            if self.judge is not None and self.judge.llm is not llm:
+                await self.judge.llm.aclose()
         if stop.is_set():
             raise KeyboardInterrupt
 
@@ -392,6 +419,8 @@ class Runner:
             repeat=repeat,
             temperature=cfg.temperature,
             store=store,
+            matcher=cfg.matcher,
+            judge=self.judge,
         )
         store.clear()
         line = record.to_line()  # redacted once, before cases.jsonl and the cache

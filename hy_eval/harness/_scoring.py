@@ -13,6 +13,7 @@ from typing import Any
 
 from hy_eval.harness._dataset import Case
 from hy_eval.harness._keywords import contains_all, contains_any, fold
+from hy_eval.harness._matching import KeywordMatcher, Matcher
 from hy_eval.memory import Speakers, Subject, same_subject, subject_of
 
 #: Metrics where higher is better; the others are rates where lower is better.
@@ -90,38 +91,22 @@ class CaseScore:
 
 
 def _match(
-    case: Case, facts: list[dict[str, str]], subjects: list[Subject]
+    case: Case, facts: list[dict[str, str]], subjects: list[Subject], matcher: Matcher
 ) -> list[dict[str, Any]]:
-    """One-to-one matching of gold facts to predicted facts containing all their keywords.
-
-    Three passes over the gold facts: first each takes an unused predicted fact with the
-    right subject and owner, then one with the right subject, then any. So a predicted
-    fact goes to the gold fact it is right for, whatever the order of the gold facts.
-    """
+    """One-to-one matching of gold facts to predicted facts by ``matcher`` (``keyword``:
+    predicted facts containing all the gold fact's keywords; ``_matching.py``). Every
+    matcher prefers, for a gold fact, a prediction with the right subject and owner, then
+    one with the right subject, then any."""
     golds = case.expect.facts
-    chosen: list[int | None] = [None] * len(golds)
-    used: set[int] = set()
 
     def rank(g: int, i: int) -> int:
         right = subject_right(golds[g].subject, subjects[i])
         return 0 if right and facts[i]["owner"] == golds[g].owner else 1 if right else 2
 
-    for wanted in (0, 1, 2):
-        for g, gold in enumerate(golds):
-            if chosen[g] is not None:
-                continue
-            for i, f in enumerate(facts):
-                if (
-                    i not in used
-                    and rank(g, i) == wanted
-                    and contains_all(f["text"], gold.keywords)
-                ):
-                    chosen[g] = i
-                    used.add(i)
-                    break
+    picks = matcher.assign(golds, [f["text"] for f in facts], rank)
     rows = []
-    for g, gold in enumerate(golds):
-        best = chosen[g]
+    for gold, pick in zip(golds, picks, strict=True):
+        best = pick.predicted
         row: dict[str, Any] = {
             "gold_subject": gold.subject,
             "gold_owner": gold.owner,
@@ -136,6 +121,8 @@ def _match(
                 owner=facts[best]["owner"],
                 owner_ok=facts[best]["owner"] == gold.owner,
             )
+        if pick.detail:  # what the matcher adds (nothing for ``keyword``)
+            row["match"] = pick.detail
         rows.append(row)
     return rows
 
@@ -171,9 +158,9 @@ _Part = tuple[dict[str, tuple[int, int]], list[dict[str, Any]]]
 
 
 def _score_facts(
-    case: Case, facts: list[dict[str, str]], subjects: list[Subject]
+    case: Case, facts: list[dict[str, str]], subjects: list[Subject], matcher: Matcher
 ) -> tuple[dict[str, tuple[int, int]], list[dict[str, Any]], list[tuple[str, str]]]:
-    rows = _match(case, facts, subjects)
+    rows = _match(case, facts, subjects, matcher)
     matched = [r for r in rows if r["matched"] is not None]
     counts = {
         "fact_recall": (len(matched), len(rows)),
@@ -296,8 +283,10 @@ def _score_profile(case: Case, outcome: Outcome) -> _Part:
     return counts, checks
 
 
-def score_case(case: Case, outcome: Outcome) -> CaseScore:
-    """Every metric's (numerator, denominator) and every check of one case."""
+def score_case(case: Case, outcome: Outcome, matcher: Matcher | None = None) -> CaseScore:
+    """Every metric's (numerator, denominator) and every check of one case. ``matcher``
+    pairs gold with predicted facts (default ``keyword``); the ``absent`` checks and the
+    subject and owner checks do not depend on it."""
     c: dict[str, tuple[int, int]] = {m: (0, 0) for m in METRICS}
     c["error_rate"] = (1 if outcome.error else 0, 1)
     if outcome.error:
@@ -307,7 +296,9 @@ def score_case(case: Case, outcome: Outcome) -> CaseScore:
         )
     facts = outcome.facts
     subjects = [subject_of(f["text"], case.speakers) for f in facts]
-    counts, checks, confusion = _score_facts(case, facts, subjects)
+    counts, checks, confusion = _score_facts(
+        case, facts, subjects, matcher if matcher is not None else KeywordMatcher()
+    )
     c.update(counts)
     texts_before = {
         outcome.existing_ids[m.id]: m.text for m in case.existing if m.id in outcome.existing_ids

@@ -24,13 +24,18 @@ import jinja2
 from jinja2 import meta
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
+#: The pipeline's stages (a variant's prompt hashes cover these).
 STAGES = ("extract", "reconcile")
+#: The ``judge`` matcher's prompt (issue 19): not a pipeline stage, so a pipeline run's
+#: prompt hashes do not change with it; a judged run records its hashes apart.
+JUDGE_STAGE = "judge"
 LANGUAGES = ("en", "zh")
 
 #: The variables the code passes to each stage; templates may use these and no others.
 STAGE_VARIABLES: dict[str, frozenset[str]] = {
     "extract": frozenset({"conversation", "history", "user_name", "named_speakers", "lang"}),
     "reconcile": frozenset({"facts", "memories", "user_name", "named_speakers", "lang"}),
+    JUDGE_STAGE: frozenset({"predicted", "gold", "lang"}),
 }
 
 DEFAULT_PROMPTS_DIR = Path(__file__).resolve().parents[2] / "prompts"
@@ -76,7 +81,7 @@ class PromptLibrary:
         return sorted(p.name for p in base.iterdir() if p.is_dir() and not p.name.startswith("_"))
 
     def path_for(self, stage: str, lang: str) -> str:
-        if stage not in STAGES:
+        if stage not in STAGE_VARIABLES:
             raise PromptError(f"unknown prompt stage {stage!r}")
         if lang not in LANGUAGES:
             raise PromptError(f"unknown prompt language {lang!r}")
@@ -133,12 +138,13 @@ class PromptLibrary:
             raise PromptError(f"prompts/{rel}: does not extend _layout.j2 (no user marker)")
         return RenderedPrompt(system.strip(), user.strip(), rel)
 
-    def file_hashes(self) -> dict[str, str]:
-        """SHA-256 of every prompt file this variant uses (for run manifests)."""
+    def file_hashes(self, stages: tuple[str, ...] = STAGES) -> dict[str, str]:
+        """SHA-256 of every prompt file this variant uses for ``stages`` (the pipeline's
+        by default; for run manifests)."""
         out: dict[str, str] = {
             "_layout.j2": hashlib.sha256((self.root / "_layout.j2").read_bytes()).hexdigest()
         }
-        for stage in STAGES:
+        for stage in stages:
             for lang in LANGUAGES:
                 rel = self.path_for(stage, lang)
                 files = [rel]

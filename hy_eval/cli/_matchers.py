@@ -1,0 +1,116 @@
+"""``matchers evaluate`` (each matcher against pairs people judged) and the ``run`` flags
+that choose a matcher and the judge's model (docs/metrics.md, "Matchers")."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from hy_eval._exitcodes import ExitCode
+from hy_eval.cli._errors import UserError
+from hy_eval.cli._model import add_model_flags, model_options
+
+#: ``hy_eval.harness._matching.MATCHERS``, spelled out so that ``--help`` imports nothing.
+MATCHER_CHOICES = ("keyword", "fuzzy", "judge")
+
+
+def add_matcher_flags(p: argparse.ArgumentParser) -> None:
+    """``run``'s ``--matcher`` and the judge's model flags."""
+    g = p.add_argument_group("matching")
+    g.add_argument(
+        "--matcher",
+        choices=MATCHER_CHOICES,
+        default="keyword",
+        help="how predicted facts are paired with gold facts (default keyword; docs/metrics.md)",
+    )
+    g.add_argument(
+        "--judge-provider", help="--matcher judge: the judge's provider (default the run's)"
+    )
+    g.add_argument("--judge-model", help="--matcher judge: the judge's model (default the run's)")
+    g.add_argument("--judge-base-url", help="--matcher judge: the judge's endpoint")
+    g.add_argument(
+        "--judge-variant",
+        default="default",
+        help="--matcher judge: the prompt variant whose judge.<lang>.j2 is used",
+    )
+
+
+def matcher_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The ``RunConfig`` fields of the matching flags."""
+    return {
+        "matcher": args.matcher,
+        "judge_provider": args.judge_provider,
+        "judge_model": args.judge_model,
+        "judge_base_url": args.judge_base_url,
+        "judge_variant": args.judge_variant,
+    }
+
+
+def _matcher_names(text: str) -> list[str]:
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    bad = [n for n in names if n not in MATCHER_CHOICES]
+    if bad or not names:
+        raise UserError(
+            f"--matcher: unknown {', '.join(bad) or 'empty list'} "
+            f"(expected {', '.join(MATCHER_CHOICES)})"
+        )
+    return names
+
+
+def cmd_matchers_evaluate(args: argparse.Namespace) -> int:
+    from hy_eval.harness._matcher_eval import (
+        PairFileError,
+        decide_all,
+        evaluate,
+        evaluation_text,
+        read_pairs,
+    )
+
+    names = _matcher_names(args.matcher)
+    try:
+        pairs = read_pairs(args.file)
+    except PairFileError as exc:
+        raise UserError("\n".join(exc.problems[:20])) from None
+
+    def make_judge() -> Any:
+        from hy_eval.harness._judge import Judge
+        from hy_eval.llm import ConfigError
+        from hy_eval.memory import PromptError, PromptLibrary
+
+        try:
+            return Judge(model_options(args).client(), PromptLibrary(args.judge_variant))
+        except (ConfigError, PromptError) as exc:
+            raise UserError(f"judge: {exc}") from None
+
+    result = evaluate(pairs, decide_all(pairs, names, make_judge))
+    print(evaluation_text(result))
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, ensure_ascii=False, indent=1))
+    return ExitCode.OK
+
+
+def register(sub: Any) -> None:
+    """The ``matchers`` sub-command."""
+    matchers = sub.add_parser(
+        "matchers", help="measure the fact matchers against pairs people judged"
+    ).add_subparsers(dest="matchers_command", metavar="ACTION", required=True)
+    p = matchers.add_parser(
+        "evaluate",
+        help="each matcher's precision and recall (Wilson CIs) on a JSONL of judged pairs, "
+        "per kind and language (format: docs/metrics.md)",
+    )
+    p.add_argument("file", help="JSONL of {predicted, gold, lang, same, kind[, keywords, names]}")
+    p.add_argument(
+        "--matcher",
+        default="keyword,fuzzy",
+        help="comma-separated matchers to measure (default keyword,fuzzy; judge asks the "
+        "model of the model flags, one call per pair, cached)",
+    )
+    p.add_argument(
+        "--judge-variant", default="default", help="prompt variant of the judge's templates"
+    )
+    p.add_argument("--json", help="also write the results as JSON here")
+    add_model_flags(p)
+    p.set_defaults(func=cmd_matchers_evaluate)

@@ -1,0 +1,214 @@
+"""Matchers: which predicted fact, if any, states each gold fact of a case (issue 19).
+docs/metrics.md ("Matchers") describes each one.
+
+``keyword`` is the scoring's original rule (every keyword item of the gold fact in the
+prediction, three greedy passes by subject and owner); ``fuzzy`` is
+``_matchers.match_fuzzy``; ``judge`` assigns from an LLM judge's verdicts on each (gold,
+predicted) pair (``_judge.py`` asks for them). Subject and owner are scored on the
+matched pair afterwards, whatever the matcher.
+
+A matcher gets the case's gold facts, the predicted texts and ``rank(g, p)``: 0 when
+prediction ``p`` has gold fact ``g``'s subject and owner, 1 the subject only, 2 neither.
+Every matcher prefers the better rank, so a prediction goes to the gold fact it is
+right for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from hy_eval.harness._expect import GoldFact
+from hy_eval.harness._keywords import contains_all, first_forms
+from hy_eval.harness._matchers import match_fuzzy, max_weight_assignment
+from hy_eval.memory import Speakers
+
+MATCHERS = ("keyword", "fuzzy", "judge")
+DEFAULT_MATCHER = "keyword"
+
+#: ``rank(g, p)``: 0 right subject and owner, 1 right subject, 2 neither.
+Rank = Callable[[int, int], int]
+
+
+@dataclass(frozen=True)
+class Pick:
+    """The predicted fact a matcher gave one gold fact, and what the matcher adds to the
+    fact's check detail (nothing for ``keyword``, so its records stay as they were)."""
+
+    predicted: int | None
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The judge's answer on one (gold, predicted) pair. ``problem`` says why an answer
+    could not be used (then ``same`` is False: counted as no match, and reported)."""
+
+    same: bool
+    reason: str = ""
+    problem: str | None = None
+
+
+class Matcher(Protocol):
+    name: str
+
+    def assign(self, golds: Sequence[GoldFact], texts: Sequence[str], rank: Rank) -> list[Pick]: ...
+
+
+def gold_text(gold: GoldFact) -> str:
+    """The wording a fuzzy or judge matcher compares: the gold fact's ``text``, or its
+    keywords (each group's first form) joined when it has none."""
+    return gold.text if gold.text else " ".join(first_forms(gold.keywords))
+
+
+def speaker_words(speakers: Speakers) -> list[str]:
+    """Every form of every speaker's name: no content for the fuzzy features (the
+    subject is scored apart)."""
+    names = [*speakers.named, *([speakers.user_name] if speakers.user_name else [])]
+    return [form for name in names for form in speakers.forms_of(name)]
+
+
+class KeywordMatcher:
+    """Three passes over the gold facts: first each takes an unused predicted fact with
+    the right subject and owner that holds all its keywords, then one with the right
+    subject, then any. So a prediction goes to the gold fact it is right for, whatever
+    the order of the gold facts."""
+
+    name = "keyword"
+
+    def assign(self, golds: Sequence[GoldFact], texts: Sequence[str], rank: Rank) -> list[Pick]:
+        chosen: list[int | None] = [None] * len(golds)
+        used: set[int] = set()
+        for wanted in (0, 1, 2):
+            for g, gold in enumerate(golds):
+                if chosen[g] is not None:
+                    continue
+                for i, text in enumerate(texts):
+                    if i not in used and rank(g, i) == wanted and contains_all(text, gold.keywords):
+                        chosen[g] = i
+                        used.add(i)
+                        break
+        return [Pick(c) for c in chosen]
+
+
+class FuzzyMatcher:
+    """``match_fuzzy`` with the keyword rule's hits (a pair ``keyword`` accepts is
+    accepted), the speakers' names ignored, and the rank as preference."""
+
+    name = "fuzzy"
+
+    def __init__(self, speakers: Speakers) -> None:
+        self.ignore = speaker_words(speakers)
+
+    def assign(self, golds: Sequence[GoldFact], texts: Sequence[str], rank: Rank) -> list[Pick]:
+        hits = [[contains_all(t, g.keywords) for t in texts] for g in golds]
+        prefs = [[2 - rank(g, p) for p in range(len(texts))] for g in range(len(golds))]
+        found = match_fuzzy(
+            list(texts),
+            [gold_text(g) for g in golds],
+            ignore=self.ignore,
+            keyword_hits=hits,
+            preference=prefs,
+        )
+        return [
+            Pick(m.predicted, {"similarity": round(m.score, 3), "by": m.by})
+            if m.predicted is not None
+            else Pick(None)
+            for m in found
+        ]
+
+
+class VerdictMatcher:
+    """The judge's verdicts, ``verdicts[(g, p)]``, assigned one-to-one: the most pairs
+    judged the same, then the best ranks (an exact assignment)."""
+
+    name = "judge"
+
+    def __init__(self, verdicts: Mapping[tuple[int, int], Verdict]) -> None:
+        self.verdicts = verdicts
+
+    def assign(self, golds: Sequence[GoldFact], texts: Sequence[str], rank: Rank) -> list[Pick]:
+        n = min(len(golds), len(texts))
+        pair_unit = 3.0 * n + 1.0  # one more pair outweighs any sum of preferences
+        weights = [
+            [pair_unit + (2 - rank(g, p)) if self._same(g, p) else 0.0 for p in range(len(texts))]
+            for g in range(len(golds))
+        ]
+        picks = []
+        for g, p in enumerate(max_weight_assignment(weights)):
+            problems = self._problems(g, len(texts))
+            if p is None or not self._same(g, p):
+                picks.append(Pick(None, problems))
+            else:
+                picks.append(Pick(p, {"reason": self.verdicts[(g, p)].reason, **problems}))
+        return picks
+
+    def _same(self, g: int, p: int) -> bool:
+        verdict = self.verdicts.get((g, p))
+        return verdict is not None and verdict.same
+
+    def _problems(self, g: int, count: int) -> dict[str, Any]:
+        """The unusable answers among a gold fact's pairs (reported on its check)."""
+        bad = {
+            p: v.problem
+            for p in range(count)
+            if (v := self.verdicts.get((g, p))) is not None and v.problem
+        }
+        return {"judge_unusable": bad} if bad else {}
+
+
+def static_matcher(name: str, speakers: Speakers) -> Matcher:
+    """The matcher ``name`` when it needs no model (``keyword``, ``fuzzy``)."""
+    if name == "keyword":
+        return KeywordMatcher()
+    if name == "fuzzy":
+        return FuzzyMatcher(speakers)
+    raise ValueError(f"matcher {name!r} needs its verdicts (see _judge.py)")
+
+
+def unusable_in(score: Mapping[str, Any]) -> int:
+    """Judge answers that could not be used, in one case record's ``score``."""
+    total = 0
+    for check in score.get("checks", []):
+        detail = check.get("detail")
+        if check.get("check") == "fact" and isinstance(detail, dict):
+            total += len((detail.get("match") or {}).get("judge_unusable", {}))
+    return total
+
+
+def matcher_info(manifest: Mapping[str, Any], unusable: int) -> dict[str, Any]:
+    """The summary's ``matcher`` (its name) and, for ``judge``, ``judge``: the judge's
+    model and prompt variant and the unusable answers. A run from before matchers were
+    selectable used ``keyword``."""
+    params = manifest.get("params") or {}
+    name = params.get("matcher") or DEFAULT_MATCHER
+    out: dict[str, Any] = {"matcher": name}
+    if name == "judge":
+        provider = params.get("judge_provider") or manifest.get("provider")
+        same = provider == manifest.get("provider")
+        out["judge"] = {
+            "provider": provider,
+            "model": params.get("judge_model") or (manifest.get("model") if same else None),
+            "variant": params.get("judge_variant") or "default",
+            "unusable": unusable,
+        }
+    return out
+
+
+def matcher_of(meta: Mapping[str, Any]) -> str:
+    """The matcher of a run (its manifest's params) or a baseline (its ``matcher``);
+    ``keyword`` for one from before matchers were selectable."""
+    params = meta.get("params") or {}
+    return str(params.get("matcher") or meta.get("matcher") or "keyword")
+
+
+def matcher_text(matchers: Mapping[str, str] | None) -> str:
+    """The line of a comparison saying which matcher made each run's fact metrics."""
+    a, b = (matchers or {}).get("a", "keyword"), (matchers or {}).get("b", "keyword")
+    if a == b:
+        return f"facts matched by the {a} matcher in both runs"
+    return (
+        f"MIXED MATCHERS: A's facts matched by {a}, B's by {b}: differences in the fact "
+        "metrics are partly the matcher's"
+    )
