@@ -151,7 +151,7 @@ class VerdictMatcher:
     def _problems(self, g: int, count: int) -> dict[str, Any]:
         """The unusable answers among a gold fact's pairs (reported on its check)."""
         bad = {
-            p: v.problem
+            str(p): v.problem
             for p in range(count)
             if (v := self.verdicts.get((g, p))) is not None and v.problem
         }

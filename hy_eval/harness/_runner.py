@@ -240,6 +240,7 @@ class Runner:
             prices = PriceTable.load(cfg.prices)
         except ConfigError as exc:
             raise RunError(str(exc)) from None
+        self.judge = None
         if cfg.matcher == "judge":
             try:
                 self.judge = build_judge(cfg.model_options(), llm, judge_settings(cfg))

@@ -99,7 +99,7 @@ def test_judge_verdicts_assigned_one_to_one_and_unusable_reported():
     first, second = (ch["detail"] for ch in s.checks if ch["check"] == "fact")
     assert first["matched"] in (0, 2) and first["match"]["reason"].startswith("same job")
     assert second["matched"] is None
-    assert second["match"] == {"judge_unusable": {1: "unparsable answer: not JSON"}}
+    assert second["match"] == {"judge_unusable": {"1": "unparsable answer: not JSON"}}
     assert unusable_in(s.as_dict()) == 1
 
 
