@@ -5,11 +5,13 @@ model when asked) and an unusable judge answer is counted as no match and report
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 
 from hy_eval.harness import load_suite
 from hy_eval.harness._compare import CompareError, compare, comparison_text, run_outcomes
+from hy_eval.harness._compare_page import write_compare_page
 from hy_eval.harness._runner import Runner
 from hy_eval.llm.loopback import Reply, openai_completion
 
@@ -122,6 +124,8 @@ def test_keyword_and_fuzzy_runs_name_their_matcher_and_differ(tmp_path, suite):
     result = compare(run_outcomes(kdir), run_outcomes(fdir), mixed_matchers=True)
     assert result["matcher"] == {"a": "keyword", "b": "fuzzy"}
     assert "MIXED MATCHERS" in comparison_text(result)
+    page = write_compare_page(str(tmp_path / "cmp.html"), result, str(kdir), str(fdir))
+    assert "<strong>Mixed matchers</strong>" in Path(page).read_text()
     same = compare(run_outcomes(kdir), run_outcomes(kdir))
     assert "by the keyword matcher in both runs" in comparison_text(same)
 
