@@ -166,3 +166,29 @@ def test_judge_on_another_model_is_cached_like_any_call(tmp_path, suite):
     assert first["judge"]["model"] == "judge-m"
     assert first["calls"]["judge_calls"]["calls"] == 3
     assert second["calls"]["judge_calls"]["cache_hits"] == 3
+
+
+def test_the_command_line_chooses_the_matcher_and_compare_refuses_a_mix(tmp_path, suite, capsys):
+    from hy_eval.cli import main
+
+    from .scripted_suite import model_args
+
+    base = [*suite_flag(suite), "--cache-mode", "off", "--quiet", "--retries", "0"]
+    with JudgedSuiteModel(suite.cases, same={"用户是柏林的护士"}) as model:
+        flags = [*model_args(model.server), "--api-key", "sk-dummy", *base]
+        assert main(["run", *flags, "--out", str(tmp_path / "k")]) == 0
+        judged = ["--matcher", "judge", "--judge-model", "judge-m", "--out", str(tmp_path / "j")]
+        assert main(["run", *flags, *judged]) == 0
+    summary = json.loads((tmp_path / "j" / "summary.json").read_text())
+    assert summary["matcher"] == "judge" and summary["judge"]["model"] == "judge-m"
+    assert recall(summary) == (1, 3)
+    capsys.readouterr()
+    assert main(["compare", str(tmp_path / "k"), str(tmp_path / "j")]) == 2
+    assert "different matchers (A keyword, B judge)" in capsys.readouterr().err
+    assert main(["compare", str(tmp_path / "k"), str(tmp_path / "j"), "--mixed-matchers"]) == 0
+    assert "MIXED MATCHERS" in capsys.readouterr().out
+
+
+def suite_flag(suite):
+    """``--suite`` naming the folder the fixture wrote."""
+    return ["--suite", str(suite.files[0].parent)]
