@@ -6,6 +6,7 @@ ours (grammar checked on the argmax first), and the full suite's wall time.
     python benchmarks/bench_local.py suite      # + the full multi_speaker suite, uncached
     python benchmarks/bench_local.py batch      # batched decoding: cost and determinism
     python benchmarks/bench_local.py bufts      # extra buffer types on vs off (issue 13)
+    python benchmarks/bench_local.py omp        # OpenMP wait policy, alone and beside a busy core
 """
 
 from __future__ import annotations
@@ -254,7 +255,73 @@ def extra_bufts() -> None:
     print(f"RATIO prompt speed, extra buffer types off / on = {ratio:.2f}")
 
 
+def _timed_run(out: Path, env: dict[str, str], cases: int) -> tuple[float, list[str]]:
+    """Wall time of ``cases`` English cases run uncached, and each case's facts."""
+    import json
+
+    started = time.perf_counter()
+    subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "run_eval.py"),
+            "--suite",
+            "multi_speaker",
+            "--filter",
+            "lang=en",
+            "--limit",
+            str(cases),
+            "--cache-mode",
+            "off",
+            "--out",
+            str(out),
+        ],
+        check=True,
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    wall = time.perf_counter() - started
+    lines = (out / "cases.jsonl").read_text(encoding="utf-8").splitlines()
+    return wall, sorted(json.dumps(json.loads(x)["facts"], sort_keys=True) for x in lines)
+
+
+def omp_wait_policy(cases: int = 6) -> None:
+    """llama.cpp's OpenMP threads spin while they wait for each other. With another
+    process busy on one of the two cores, a spinning thread that is descheduled holds the
+    others up. This times the same cases uncached with the default policy and with
+    OMP_WAIT_POLICY=PASSIVE (waiting threads sleep), alone and beside a busy loop on one
+    core, and checks the answers are the same."""
+    import os
+
+    hog_code = "while True: pass"
+    results: dict[str, tuple[float, list[str]]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for busy in (False, True):
+            hog = subprocess.Popen([sys.executable, "-c", hog_code]) if busy else None
+            try:
+                for policy in ("", "PASSIVE"):
+                    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+                    if policy:
+                        env["OMP_WAIT_POLICY"] = policy
+                    label = f"{policy or 'default':<8} {'beside a busy core' if busy else 'alone'}"
+                    results[label] = _timed_run(Path(tmp) / label.replace(" ", "_"), env, cases)
+                    print(f"{label:<30} {results[label][0]:7.1f} s for {cases} cases")
+            finally:
+                if hog is not None:
+                    hog.kill()
+    walls = {k: v[0] for k, v in results.items()}
+    answers = {tuple(v[1]) for v in results.values()}
+    print(f"same facts in all four runs: {len(answers) == 1}")
+    for where in ("alone", "beside a busy core"):
+        ratio = walls[f"PASSIVE  {where}"] / walls[f"default  {where}"]
+        print(f"RATIO wall time, PASSIVE / default, {where} = {ratio:.2f}")
+
+
 if __name__ == "__main__":
+    if sys.argv[1:] == ["omp"]:
+        omp_wait_policy()
+        sys.exit()
     if sys.argv[1:] == ["bufts"]:
         extra_bufts()
         sys.exit()

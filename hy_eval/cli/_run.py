@@ -22,6 +22,7 @@ def run_config(args: argparse.Namespace) -> Any:
         suite=args.suite or "multi_speaker",
         variant=args.variant,
         limit=args.limit,
+        sample=args.sample,
         filter=args.filter,
         out=args.out,
         resume=args.resume,
@@ -194,6 +195,11 @@ def _add_selection_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--suite", help="suite name under datasets/, a folder or a .jsonl file")
     p.add_argument("--variant", default="default", help="prompt variant (default: default)")
     p.add_argument("--limit", type=int, help="run only the first N cases (after --filter)")
+    p.add_argument(
+        "--sample",
+        type=int,
+        help="run N cases spread evenly over the suite (after --filter): a fixed subset",
+    )
     p.add_argument("--filter", help="lang=zh,tag=adversarial,rule=A2,id=... (all must hold)")
     p.add_argument("--no-guard", action="store_true", help="switch the cross-subject guard off")
     p.add_argument(

@@ -73,10 +73,10 @@ async def run_case(
     fields: dict[str, Any] = _case_fields(case, repeat)
     label = case_label(case, repeat)
     try:
-        result = await client.add(
-            case.messages,
+        # The case's messages were normalised once, when the suite was loaded.
+        result = await client.add_normalised(
+            case.normalised,
             case.user_id,
-            system=case.system,
             label=label,
             repeat=repeat,
             aliases=case.aliases,

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -447,3 +447,15 @@ def filter_cases(cases: Iterable[Any], spec: str | None) -> list[Any]:
         else:
             out = [c for c in out if c.id in values]
     return out
+
+
+T = TypeVar("T")
+
+
+def spread(cases: list[T], n: int) -> list[T]:
+    """``n`` of ``cases`` spread evenly over their order (all of them when there are
+    fewer): case ``floor(i * len / n)`` for i < n. The same suite and ``n`` always give the
+    same cases, and every file of a suite is represented in proportion to its size."""
+    if n >= len(cases):
+        return list(cases)
+    return [cases[i * len(cases) // n] for i in range(n)]

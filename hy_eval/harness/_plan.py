@@ -18,6 +18,7 @@ from hy_eval.harness._dataset import (
     Suite,
     filter_cases,
     load_suite,
+    spread,
 )
 from hy_eval.harness._perturb import perturb_suite
 from hy_eval.harness._runfolder import apply_saved, folder_problem, settings_problem
@@ -90,13 +91,15 @@ def _load_suite(cfg: RunConfig, suite: Suite | None) -> Suite:
 
 
 def _select(cfg: RunConfig, suite: Suite) -> tuple[Suite, list[CaseRef]]:
-    """The suite's cases this run runs: filtered, limited, perhaps perturbed."""
+    """The suite's cases this run runs: filtered, sampled, limited, perhaps perturbed."""
     if suite.kind != "memory":
         raise RunError(f"suite {suite.name!r} has no model cases; run it with --suite history")
     try:
         cases = filter_cases(suite.refs, cfg.filter)
     except ValueError as exc:
         raise RunError(str(exc)) from None
+    if cfg.sample is not None:
+        cases = spread(cases, cfg.sample)
     if cfg.limit is not None:
         cases = cases[: cfg.limit]
     if cfg.perturb and cases:

@@ -101,7 +101,7 @@ def apply_saved(cfg: RunConfig, saved: Mapping[str, Any]) -> None:
     """Take the run's identity and settings from its manifest's ``params`` into ``cfg``
     (a resume)."""
     defaults = type(cfg)()
-    for key in (*SAVED_IDENTITY, "limit", "filter"):
+    for key in (*SAVED_IDENTITY, "limit", "sample", "filter"):
         if key in saved:
             setattr(cfg, key, saved[key])
     for key in KEPT_ON_RESUME:
@@ -157,6 +157,7 @@ def settings_problem(cfg: RunConfig) -> str | None:
     """A one-line problem with ``cfg``'s numbers and choices, or ``None``."""
     checks: list[tuple[str, Any, bool, str]] = [
         ("--limit", cfg.limit, cfg.limit is None or _int_at_least(cfg.limit, 1), "at least 1"),
+        ("--sample", cfg.sample, cfg.sample is None or _int_at_least(cfg.sample, 1), "at least 1"),
         (
             "--concurrency",
             cfg.concurrency,

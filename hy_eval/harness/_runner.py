@@ -66,6 +66,8 @@ class RunConfig:
     structured: str | None = None
     variant: str = "default"
     limit: int | None = None
+    #: Run N cases spread evenly over the (filtered) suite: a fixed subset (``spread``).
+    sample: int | None = None
     filter: str | None = None
     concurrency: int | None = None
     cache_mode: str = "read-write"

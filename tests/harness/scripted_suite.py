@@ -10,6 +10,7 @@ import json
 import re
 
 from hy_eval.conversation import render_conversation
+from hy_eval.harness._scoring import contains_all
 from hy_eval.llm.loopback import LoopbackServer, Reply, openai_completion
 
 from .oracle import plan_operations
@@ -58,11 +59,20 @@ def gold_text(case, subject, keywords):
     return f"{prefix} {' '.join(words)}."
 
 
+def _perfect_text(case, fact):
+    """The gold fact's reference wording when it holds every keyword, so that the store
+    search finds the memories a real answer would find ("The user moved to Glasgow" finds
+    "The user lives in Bristol"; "The user Glasgow" does not), else one built from the
+    keywords. Chinese cases keep the keyword form: the store's search does not split a
+    Latin word written straight against Chinese text ("日语N2"), which the keyword form
+    writes apart."""
+    if case.lang == "en" and fact.text and contains_all(fact.text, fact.keywords):
+        return fact.text
+    return gold_text(case, fact.subject, fact.keywords)
+
+
 def perfect_extraction(case):
-    facts = [
-        {"text": gold_text(case, f.subject, f.keywords), "owner": f.owner}
-        for f in case.expect.facts
-    ]
+    facts = [{"text": _perfect_text(case, f), "owner": f.owner} for f in case.expect.facts]
     info = {}
     if case.expect.profile and case.expect.profile.name:
         info["name"] = case.expect.profile.name

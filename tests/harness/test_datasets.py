@@ -424,3 +424,20 @@ def test_no_case_copies_a_prompt_example():
         grams = _grams(canonical("\n".join(m.content for m in case.normalised)))
         share = max(len(grams & e) / len(grams) for e in examples)
         assert share < 0.6, (case.id, round(share, 3))
+
+
+def test_spread_picks_a_fixed_subset_across_the_suite():
+    from hy_eval.harness._dataset import spread
+
+    assert spread(list(range(10)), 5) == [0, 2, 4, 6, 8]
+    assert spread(list(range(3)), 5) == [0, 1, 2]
+    assert spread(list(range(7)), 3) == [0, 2, 4]
+    refs = load_suite("multi_speaker").refs
+    picked = spread(list(refs), 60)
+    assert len(picked) == len({r.id for r in picked}) == 60
+    assert picked == spread(list(refs), 60)  # the same every time
+    # every file of the suite is represented, in proportion to its size
+    files = {r.file.name for r in refs}
+    for name in files:
+        share = sum(r.file.name == name for r in picked) / 60
+        assert abs(share - sum(r.file.name == name for r in refs) / len(refs)) < 0.03, name

@@ -73,7 +73,7 @@ async def _run_all(model, cases, kind):
     problems = []
     for case in cases:
         record = await run_case(case, llm, PromptLibrary("default"), PriceTable(), guard=True)
-        problems += _problems(case, record, kind)
+        problems += _problems(case, record.model_dump(mode="json"), kind)
     return problems
 
 

@@ -251,6 +251,7 @@ def test_resume_of_a_bad_manifest_is_one_line(tmp_path, capsys, edit):
     [
         (["--limit", "-1"], "--limit must be at least 1 (got -1)"),
         (["--limit", "0"], "--limit must be at least 1 (got 0)"),
+        (["--sample", "0"], "--sample must be at least 1 (got 0)"),
         (["--concurrency", "-3"], "--concurrency must be at least 1 (got -3)"),
         (["--concurrency", "0"], "--concurrency must be at least 1 (got 0)"),
         (["--repeats", "0"], "--repeats must be at least 1 (got 0)"),
