@@ -18,6 +18,7 @@ from typing import Any
 
 from hy_eval._exitcodes import ExitCode
 from hy_eval._redact import redact_tree
+from hy_eval.harness._batchrun import BATCH_PRICE_FACTOR, fill_cache_by_batches
 from hy_eval.harness._casestep import run_case
 from hy_eval.harness._dataset import CaseRef, DatasetError, Suite
 from hy_eval.harness._plan import RunError, RunPlan, plan_run
@@ -88,6 +89,12 @@ class RunConfig:
     #: Run the suite perturbed by this perturbation (issue 20, ``_perturb.py``).
     perturb: str | None = None
     perturb_seed: int = 0
+    #: Fetch the answers through the vendor's batch endpoints first (``_batchrun.py``).
+    batch: bool = False
+    #: Seconds between two polls of the batches.
+    batch_poll_interval: float = 30.0
+    #: On Ctrl-C cancel the remote batches (default: leave them running, resumable).
+    batch_cancel_on_interrupt: bool = False
 
     @classmethod
     def of(cls, options: ModelOptions, **settings: Any) -> RunConfig:
@@ -220,6 +227,8 @@ class Runner:
         llm = self._client(plan)
         try:
             prices = PriceTable.load(cfg.prices)
+            if cfg.batch:
+                prices = prices.scaled(BATCH_PRICE_FACTOR)  # the batch price: half
         except ConfigError as exc:
             raise RunError(str(exc)) from None
         manifest = self._manifest(plan, llm)
@@ -234,6 +243,8 @@ class Runner:
             if pending:
                 todo[ref.id] = pending
         self._announce(plan, llm, len(done))
+        if cfg.batch and todo:
+            fill_cache_by_batches(cfg, plan, todo, resume_command(plan.run_dir, manifest), llm)
         summary = self._execute(plan, todo, llm, prices, manifest, len(done))
         manifest.finished = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
         write_manifest(plan.run_dir, manifest)
