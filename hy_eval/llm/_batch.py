@@ -161,8 +161,10 @@ class BatchEngine:
             model = self.llm.provider.model
             self.state.add(KeptBatch(batch_id, v.name, model, round_no, keys))
             report.submitted += len(keys)
+            n = len(keys)
             self.say(
-                f"round {round_no}: submitted {v.name} batch {batch_id} ({len(keys)} requests)"
+                f"round {round_no}: submitted {v.name} batch {batch_id} "
+                f"({n} request{'' if n == 1 else 's'})"
             )
         await self._wait(items, report, round_no)
         return report

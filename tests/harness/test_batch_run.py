@@ -44,7 +44,7 @@ def run_config(server, tmp_path, name, **kw):
         structured="json_schema",
         cache_mode="read-write",
         cache_path=str(tmp_path / f"{name}.sqlite"),
-        limit=LIMIT,
+        limit=kw.pop("limit", LIMIT),
         retries=0,
         prices=prices(tmp_path),
         batch_poll_interval=0.02,
@@ -142,3 +142,18 @@ def test_ctrl_c_leaves_the_batch_running_by_default_and_cancels_it_when_asked(tm
         _, err = child.communicate(timeout=60)
         assert child.returncode == 130, err
         assert "were cancelled" in err and len(server.batch.cancels) == 1
+
+
+def test_a_matrix_run_sends_each_combination_through_batches(tmp_path):
+    from hy_eval.harness import run_matrix
+    from hy_eval.llm import ModelSpec
+
+    with batch_model() as model:
+        server = model.server
+        base = run_config(server, tmp_path, "matrix", batch=True, limit=6)
+        spec = ModelSpec("openai", "scripted")
+        result = run_matrix(base, [spec], ["default", "no_examples"], tmp_path / "matrix")
+        assert server.count == 0  # every answer came through a batch
+    per_run = [json.loads((e.run_dir / STATE_NAME).read_text())["batches"] for e in result.entries]
+    assert [len(b) for b in per_run] == [2, 2]  # extraction and reconcile, per combination
+    assert all(e.code == 0 for e in result.entries)
