@@ -157,3 +157,24 @@ def test_a_matrix_run_sends_each_combination_through_batches(tmp_path):
     per_run = [json.loads((e.run_dir / STATE_NAME).read_text())["batches"] for e in result.entries]
     assert [len(b) for b in per_run] == [2, 2]  # extraction and reconcile, per combination
     assert all(e.code == 0 for e in result.entries)
+
+
+def test_requests_a_batch_did_not_answer_are_asked_interactively(tmp_path):
+    with batch_model() as model:
+        server = model.server
+        _, interactive, _ = Runner(run_config(server, tmp_path, "interactive")).run()
+        asked = server.count
+        expired = set()
+
+        def expire_first_two(custom_id):
+            if len(expired) < 2 or custom_id in expired:
+                expired.add(custom_id)
+                return True
+            return False
+
+        server.batch.script.expire = expire_first_two
+        _, batched, code = Runner(run_config(server, tmp_path, "batch", batch=True)).run()
+        assert code == 0
+        assert server.count - asked == 2  # the two expired requests, asked by the normal run
+        assert batched["calls"]["cache_hits"] == batched["calls"]["calls"] - 2
+    assert comparable(batched) == comparable(interactive)
