@@ -22,7 +22,7 @@ from hy_eval.harness._casestep import run_case
 from hy_eval.harness._plan import RunError, RunPlan
 from hy_eval.llm import Completion, ConfigError, LLMClient, PriceTable, ProviderError, Request
 from hy_eval.llm._batch import STATE_NAME, BatchEngine, BatchState
-from hy_eval.llm._batch_vendors import BatchItem
+from hy_eval.llm._batch_spool import SPOOL_NAME, RequestSpool
 from hy_eval.llm._cache import cache_key, canonical_json
 from hy_eval.memory import MemoryStore
 
@@ -37,9 +37,9 @@ MAX_ROUNDS = 4
 
 class CollectingClient(LLMClient):
     """``llm``'s provider, options and cache, but a request missing from the cache is
-    kept in :attr:`items` and fails its case instead of being sent."""
+    written to ``spool`` and fails its case instead of being sent."""
 
-    def __init__(self, llm: LLMClient) -> None:
+    def __init__(self, llm: LLMClient, spool: RequestSpool) -> None:
         super().__init__(
             llm.provider,
             cache=llm.cache,
@@ -47,21 +47,26 @@ class CollectingClient(LLMClient):
             options=llm.options,
             stop_after=0,
         )
-        self.items: dict[str, BatchItem] = {}
+        self.spool = spool
 
     async def _call_with_retries(self, request: Request) -> Completion:
         fields = self.key_fields(request)
         canonical = canonical_json(fields)
-        key = cache_key(fields, canonical)
-        self.items.setdefault(key, BatchItem(key, fields, canonical, request))
+        self.spool.add(cache_key(fields, canonical), canonical)
         raise ProviderError("other", "answer left for a batch")
 
 
 async def collect_requests(
-    cfg: RunConfig, plan: RunPlan, todo: dict[str, list[int]], llm: LLMClient
-) -> dict[str, BatchItem]:
-    """The requests the cases of ``todo`` would send next, by cache key."""
-    client = CollectingClient(llm)
+    cfg: RunConfig,
+    plan: RunPlan,
+    todo: dict[str, list[int]],
+    llm: LLMClient,
+    spool: RequestSpool,
+) -> None:
+    """Write to ``spool`` (emptied first) the requests the cases of ``todo`` would send
+    next."""
+    spool.reset()
+    client = CollectingClient(llm, spool)
     store = MemoryStore()
     free = PriceTable({})
     for ref, text in plan.suite.iter_lines(set(todo)):
@@ -78,7 +83,6 @@ async def collect_requests(
                 store=store,
             )
             store.clear()
-    return client.items
 
 
 def fill_cache_by_batches(
@@ -134,12 +138,13 @@ async def _rounds(
             task.cancel()
 
     remove = _on_sigint(on_sigint)
+    spool = RequestSpool(plan.run_dir / SPOOL_NAME)
     try:
         for round_no in range(1, MAX_ROUNDS + 1):
-            items = await collect_requests(cfg, plan, todo, engine.llm)
-            if not set(items) - engine.state.known_keys() and not engine.state.pending():
+            await collect_requests(cfg, plan, todo, engine.llm, spool)
+            if not set(spool) - engine.state.known_keys() and not engine.state.pending():
                 break
-            report = await engine.run_round(items, round_no)
+            report = await engine.run_round(spool, round_no)
             _say(f"round {round_no}: {report.line()}")
             for key, outcome, reason in report.failures:
                 _say(f"  {outcome}: request {key[:16]}: {reason} (asked interactively next)")
@@ -154,6 +159,7 @@ async def _rounds(
             _say(f"cancelled {len(ids)} batch{'es' if len(ids) != 1 else ''}: {', '.join(ids)}")
     finally:
         remove()
+        spool.close()
         await engine.llm.aclose()
     return stopped
 

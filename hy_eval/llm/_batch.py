@@ -21,7 +21,7 @@ import os
 import random
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
@@ -149,7 +149,7 @@ class BatchEngine:
         self.vendor = vendor or vendor_for(llm.provider)
         self._rng = random.Random(0)
 
-    async def run_round(self, items: dict[str, BatchItem], round_no: int) -> RoundReport:
+    async def run_round(self, items: Mapping[str, BatchItem], round_no: int) -> RoundReport:
         """Submit the items no kept batch holds, then wait for every batch not yet
         collected (this round's and any a killed run left) and read their answers."""
         report = RoundReport()
@@ -169,7 +169,9 @@ class BatchEngine:
         await self._wait(items, report, round_no)
         return report
 
-    async def _wait(self, items: dict[str, BatchItem], report: RoundReport, round_no: int) -> None:
+    async def _wait(
+        self, items: Mapping[str, BatchItem], report: RoundReport, round_no: int
+    ) -> None:
         started = time.monotonic()
         while True:
             states: dict[str, RemoteState] = {}
@@ -185,7 +187,7 @@ class BatchEngine:
             await asyncio.sleep(self.poll_interval)
 
     async def _collect(
-        self, kept: KeptBatch, items: dict[str, BatchItem], report: RoundReport
+        self, kept: KeptBatch, items: Mapping[str, BatchItem], report: RoundReport
     ) -> None:
         """Read an ended batch's answers into the cache (any order, each key once)."""
         cache = self.llm.cache

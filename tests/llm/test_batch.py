@@ -202,3 +202,33 @@ def test_cancel_asks_the_vendor_and_a_resume_collects_what_is_left(vendor, tmp_p
         llm2 = client(vendor, server, tmp_path)
         report = asyncio.run(one_round(engine(llm2, tmp_path), items_of(llm2, requests(3))))
         assert report.outcomes["canceled"] == 3 and server.batch.submissions == 1
+
+
+def test_the_spool_gives_back_requests_with_the_same_keys(tmp_path):
+    from hy_eval.llm._batch_spool import RequestSpool
+
+    reqs = [
+        *requests(3),
+        Request.of(
+            [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}],
+            temperature=0.7,
+            max_tokens=99,
+            seed=None,
+            extra_body={"top_p": 0.5},
+            repeat=2,
+        ),
+    ]
+    with LoopbackServer(echo_script()) as server:
+        llm = client("openai", server, tmp_path)
+    items = items_of(llm, reqs)
+    spool = RequestSpool(tmp_path / "spool.sqlite")
+    for key, item in items.items():
+        spool.add(key, item.canonical)
+        spool.add(key, item.canonical)  # a request two cases make is kept once
+    assert list(spool) == list(items) and len(spool) == 4
+    for key, item in spool.items():
+        assert items_of(llm, [item.request]) == {key: item}
+    spool.reset()
+    assert len(spool) == 0
+    spool.close()
+    assert not (tmp_path / "spool.sqlite").exists()
