@@ -154,7 +154,7 @@ class BatchEngine:
         collected (this round's and any a killed run left) and read their answers."""
         report = RoundReport()
         known = self.state.known_keys()
-        new = [item for key, item in items.items() if key not in known]
+        new = (item for key, item in items.items() if key not in known)  # one at a time
         v = self.vendor
         for keys, lines in split_items(new, v.line, v.max_requests, v.max_bytes):
             batch_id = await self._retrying(partial(v.submit, lines))
