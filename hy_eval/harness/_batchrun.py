@@ -87,9 +87,10 @@ async def collect_requests(
 
 def fill_cache_by_batches(
     cfg: RunConfig, plan: RunPlan, todo: dict[str, list[int]], resume: str, llm: LLMClient
-) -> None:
-    """Run the batch rounds for ``todo``; on SIGINT leave the batches running (or cancel
-    them with ``--batch-cancel-on-interrupt``) and raise ``KeyboardInterrupt``."""
+) -> dict[str, int]:
+    """Run the batch rounds for ``todo``; return the folder's batch totals (for the
+    summary's ``calls.batch``). On SIGINT leave the batches running (or cancel them with
+    ``--batch-cancel-on-interrupt``) and raise ``KeyboardInterrupt``."""
     if cfg.cache_mode != "read-write":
         raise RunError("--batch needs --cache-mode read-write (its answers go to the cache)")
     if not cfg.batch_poll_interval > 0:
@@ -122,6 +123,7 @@ def fill_cache_by_batches(
             file=sys.stderr,
         )
         raise KeyboardInterrupt
+    return engine.state.totals()
 
 
 async def _rounds(

@@ -124,6 +124,8 @@ class Runner:
         self._identity = ""
         #: Case records taken whole from the result cache in this run.
         self.records_reused = 0
+        #: With ``--batch``: the run folder's batch totals (``calls.batch``).
+        self.batch_totals: dict[str, int] | None = None
 
     # -- setting up ------------------------------------------------------------------
 
@@ -244,7 +246,8 @@ class Runner:
                 todo[ref.id] = pending
         self._announce(plan, llm, len(done))
         if cfg.batch and todo:
-            fill_cache_by_batches(cfg, plan, todo, resume_command(plan.run_dir, manifest), llm)
+            resume = resume_command(plan.run_dir, manifest)
+            self.batch_totals = fill_cache_by_batches(cfg, plan, todo, resume, llm)
         summary = self._execute(plan, todo, llm, prices, manifest, len(done))
         manifest.finished = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
         write_manifest(plan.run_dir, manifest)
@@ -304,6 +307,8 @@ class Runner:
                     exit_code=ExitCode.PROVIDER,
                 ) from None
             stats = {**llm.stats.as_dict(), "records_reused": self.records_reused}
+            if self.batch_totals is not None:
+                stats["batch"] = self.batch_totals
             wall = time.perf_counter() - started
             summary = write_reports(
                 plan.run_dir, saved, stats, wall, {c.id for c in plan.cases}, pass_k=cfg.pass_k

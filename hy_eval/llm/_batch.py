@@ -68,6 +68,17 @@ class BatchState:
         """Keys of every request ever submitted from this folder."""
         return {k for b in self.batches for k in b.keys}
 
+    def totals(self) -> dict[str, int]:
+        """Batches and requests of the folder, and the collected requests per outcome."""
+        out: Counter[str] = Counter()
+        for b in self.batches:
+            out.update(b.outcome)
+        return {
+            "batches": len(self.batches),
+            "requests": sum(len(b.keys) for b in self.batches),
+            **{k: out[k] for k in ("succeeded", "failed", "expired", "canceled")},
+        }
+
     def pending(self) -> list[KeptBatch]:
         return [b for b in self.batches if b.status != "collected"]
 

@@ -94,6 +94,14 @@ def test_batch_run_equals_interactive_run_and_asks_nothing_interactively(tmp_pat
     assert comparable(batched) == comparable(interactive)
     assert batched["cost_usd"] == interactive["cost_usd"] / 2  # the batch price
     assert batched["cost_usd"] > 0
+    assert batched["calls"]["batch"] == {
+        "batches": 2,
+        "requests": asked,
+        "succeeded": asked,
+        "failed": 0,
+        "expired": 0,
+        "canceled": 0,
+    }
 
 
 def test_a_second_batch_run_of_the_same_cases_submits_nothing(tmp_path):
@@ -177,4 +185,5 @@ def test_requests_a_batch_did_not_answer_are_asked_interactively(tmp_path):
         assert code == 0
         assert server.count - asked == 2  # the two expired requests, asked by the normal run
         assert batched["calls"]["cache_hits"] == batched["calls"]["calls"] - 2
+        assert batched["calls"]["batch"]["expired"] == 2
     assert comparable(batched) == comparable(interactive)
