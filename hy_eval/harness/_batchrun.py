@@ -135,6 +135,8 @@ async def _rounds(
 
     def on_sigint() -> None:
         nonlocal stopped
+        if stopped:
+            return  # already stopping (a cancel takes a few requests)
         stopped = True
         if task is not None:
             task.cancel()
