@@ -34,6 +34,9 @@ def run_config(args: argparse.Namespace) -> Any:
         prices=args.prices,
         progress=not args.quiet,
         **matcher_settings(args),
+        batch=args.batch,
+        batch_poll_interval=args.batch_poll_interval,
+        batch_cancel_on_interrupt=args.batch_cancel_on_interrupt,
     )
 
 
@@ -186,6 +189,7 @@ def register(sub: Any) -> None:
     _add_selection_flags(p)
     _add_output_flags(p)
     _add_repeat_and_matrix_flags(p)
+    _add_batch_flags(p)
     add_model_flags(p)
     add_matcher_flags(p)
     p.set_defaults(func=cmd_run)
@@ -227,6 +231,28 @@ def _add_output_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress output")
     p.add_argument("--gate", help="gates TOML: fail (exit 1) when a gated metric regresses")
     p.add_argument("--baseline", help="baseline file (default reports/baselines/<suite>.json)")
+
+
+def _add_batch_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--batch",
+        action="store_true",
+        help="send the requests through the vendor's batch endpoints first (half price, "
+        "answers within 24 h; openai and anthropic; docs/llm.md)",
+    )
+    p.add_argument(
+        "--batch-poll-interval",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="with --batch: seconds between two polls of the batches (default 30)",
+    )
+    p.add_argument(
+        "--batch-cancel-on-interrupt",
+        action="store_true",
+        help="with --batch: Ctrl-C cancels the remote batches (default: they are left "
+        "running and --resume collects them)",
+    )
 
 
 def _add_repeat_and_matrix_flags(p: argparse.ArgumentParser) -> None:

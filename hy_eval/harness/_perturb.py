@@ -27,6 +27,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from hy_eval.harness._anthropic_form import ANTHROPIC_BLOCKS, has_blocks, to_anthropic
 from hy_eval.harness._dataset import Case, CaseRef, Suite
 from hy_eval.harness._keywords import contains_all, contains_any, members
 
@@ -236,7 +237,7 @@ def swap_perspective(case: Case, seed: int = 0) -> Result:
     if case.existing:
         return Skip("existing memories are written from the user's side")
     if any(isinstance(m, dict) and m.get("role") == "tool" for m in case.messages) or any(
-        _has_tool_blocks(m) for m in case.messages
+        has_blocks(m) for m in case.messages
     ):
         return Skip("tool messages answer the user's side")
     b = _rng("swap_perspective", seed, case).choice(others)
@@ -280,82 +281,18 @@ def swap_perspective(case: Case, seed: int = 0) -> Result:
 # --- anthropic -------------------------------------------------------------------------
 
 
-_TOOL_BLOCKS = frozenset({"tool_use", "tool_result"})
-#: Block types only Anthropic's form has (OpenAI's parts are text, image_url, ...).
-_ANTHROPIC_BLOCKS = _TOOL_BLOCKS | {"thinking", "redacted_thinking", "image", "document"}
-
-
-def _has_tool_blocks(message: Any, kinds: frozenset[str] = _TOOL_BLOCKS) -> bool:
-    """A message in Anthropic form holding a block of one of ``kinds`` (by default a tool
-    call or a tool's result)."""
-    content = message.get("content") if isinstance(message, dict) else None
-    return isinstance(content, list) and any(
-        isinstance(part, dict) and part.get("type") in kinds for part in content
-    )
-
-
-def _blocks(content: Any) -> list[dict[str, Any]] | None:
-    """OpenAI content as Anthropic text blocks; None for a part with no Anthropic twin."""
-    if isinstance(content, str):
-        return [{"type": "text", "text": content}]
-    out = []
-    for part in content or []:
-        if isinstance(part, str):
-            out.append({"type": "text", "text": part})
-        elif isinstance(part, dict) and part.get("type") == "text":
-            out.append({"type": "text", "text": part["text"]})
-        else:
-            return None
-    return out
-
-
-def _to_anthropic(messages: list[Any]) -> list[dict[str, Any]] | str:
-    """The messages in Anthropic form, or why not. A tool call becomes a ``tool_use``
-    block, a tool message a user message holding a ``tool_result`` block."""
-    out: list[dict[str, Any]] = []
-    for i, m in enumerate(messages):
-        role = m.get("role")
-        if role == "tool":
-            block = {
-                "type": "tool_result",
-                "tool_use_id": m.get("tool_call_id"),
-                "content": m.get("content"),
-            }
-            out.append({"role": "user", "content": [block]})
-            continue
-        if role not in ("user", "assistant"):
-            return f"message {i} has role {role!r}, which Anthropic gives apart"
-        blocks = _blocks(m.get("content")) if m.get("content") is not None else []
-        if blocks is None:
-            return f"message {i} has a content part with no Anthropic block"
-        for call in m.get("tool_calls") or []:
-            fn = call["function"]
-            try:
-                args = json.loads(fn.get("arguments") or "{}")
-            except json.JSONDecodeError:
-                return f"message {i}: tool call arguments are not JSON"
-            blocks.append({"type": "tool_use", "id": call["id"], "name": fn["name"], "input": args})
-        new: dict[str, Any] = {"role": role, "content": blocks}
-        if m.get("name") is not None:
-            new["name"] = m["name"]
-        out.append(new)
-    return out
-
-
 def anthropic(case: Case, seed: int = 0) -> Result:
     """The same conversation (and history) in Anthropic content-block form (M5). A case
     written in that form already (tool blocks, or nothing left to convert) is skipped: it
     would be the same case."""
     del seed  # nothing is drawn
     data = case.model_dump(mode="json")
-    if any(
-        _has_tool_blocks(m, _ANTHROPIC_BLOCKS) for key in ("messages", "history") for m in data[key]
-    ):
+    if any(has_blocks(m, ANTHROPIC_BLOCKS) for key in ("messages", "history") for m in data[key]):
         return Skip("already in Anthropic form")
     for key in ("messages", "history"):
         if not data[key]:
             continue
-        converted = _to_anthropic(data[key])
+        converted = to_anthropic(data[key])
         if isinstance(converted, str):
             return Skip(f"{key}: {converted}")
         data[key] = converted

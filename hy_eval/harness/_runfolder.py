@@ -46,6 +46,9 @@ KEPT_ON_RESUME = (
     "retries",
     "retry_base_delay",
     "max_error_rate",
+    "batch",
+    "batch_poll_interval",
+    "batch_cancel_on_interrupt",
 )
 #: Identity fields a resume takes from the manifest. Provider, model and base URL are
 #: not among them: they come from the command line and must match the manifest.

@@ -18,6 +18,7 @@ from typing import Any
 
 from hy_eval._exitcodes import ExitCode
 from hy_eval._redact import redact_tree
+from hy_eval.harness._batchrun import BATCH_PRICE_FACTOR, fill_cache_by_batches
 from hy_eval.harness._casestep import run_case
 from hy_eval.harness._dataset import CaseRef, DatasetError, Suite
 from hy_eval.harness._judge import Judge, build_judge, judge_settings
@@ -101,6 +102,12 @@ class RunConfig:
     judge_base_url: str | None = None
     #: The prompt variant whose ``judge.<lang>.j2`` the judge uses.
     judge_variant: str = "default"
+    #: Fetch the answers through the vendor's batch endpoints first (``_batchrun.py``).
+    batch: bool = False
+    #: Seconds between two polls of the batches.
+    batch_poll_interval: float = 30.0
+    #: On Ctrl-C cancel the remote batches (default: leave them running, resumable).
+    batch_cancel_on_interrupt: bool = False
 
     @classmethod
     def of(cls, options: ModelOptions, **settings: Any) -> RunConfig:
@@ -132,6 +139,8 @@ class Runner:
         self._identity = ""
         #: Case records taken whole from the result cache in this run.
         self.records_reused = 0
+        #: With ``--batch``: the run folder's batch totals (``calls.batch``).
+        self.batch_totals: dict[str, int] | None = None
 
     # -- setting up ------------------------------------------------------------------
 
@@ -240,6 +249,8 @@ class Runner:
         llm = self._client(plan)
         try:
             prices = PriceTable.load(cfg.prices)
+            if cfg.batch:
+                prices = prices.scaled(BATCH_PRICE_FACTOR)  # the batch price: half
         except ConfigError as exc:
             raise RunError(str(exc)) from None
         self.judge = None
@@ -260,6 +271,9 @@ class Runner:
             if pending:
                 todo[ref.id] = pending
         self._announce(plan, llm, len(done))
+        if cfg.batch and todo:
+            resume = resume_command(plan.run_dir, manifest)
+            self.batch_totals = fill_cache_by_batches(cfg, plan, todo, resume, llm)
         summary = self._execute(plan, todo, llm, prices, manifest, len(done))
         manifest.finished = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
         write_manifest(plan.run_dir, manifest)
@@ -321,6 +335,8 @@ class Runner:
             stats = {**llm.stats.as_dict(), "records_reused": self.records_reused}
             if self.judge is not None and self.judge.llm is not llm:
                 stats["judge_calls"] = self.judge.llm.stats.as_dict()
+            if self.batch_totals is not None:
+                stats["batch"] = self.batch_totals
             wall = time.perf_counter() - started
             summary = write_reports(
                 plan.run_dir, saved, stats, wall, {c.id for c in plan.cases}, pass_k=cfg.pass_k

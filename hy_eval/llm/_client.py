@@ -101,6 +101,20 @@ def usable_completion(completion: Completion) -> Completion:
     return replace(completion, **changes) if changes else completion
 
 
+def finished_completion(request: Request, completion: Completion) -> Completion:
+    """A provider's answer as it is cached and returned: made usable, and parsed when a
+    schema was asked for and the vendor did not parse it (a batch's answers too)."""
+    completion = usable_completion(completion)
+    if (
+        request.json_schema is not None
+        and completion.parsed is None
+        and completion.parse_error is None
+    ):
+        parsed, error = parse_json_answer(completion.text)
+        completion = replace(completion, parsed=parsed, parse_error=error)
+    return completion
+
+
 class LLMClient:
     """Cache, concurrency, retries and counters around one provider."""
 
@@ -168,14 +182,7 @@ class LLMClient:
                 return hit
             if self.cache_mode == "replay-only":
                 raise CacheMiss(key, label, fields)
-        completion = usable_completion(await self._call_with_retries(request))
-        if (
-            request.json_schema is not None
-            and completion.parsed is None
-            and completion.parse_error is None
-        ):
-            parsed, error = parse_json_answer(completion.text)
-            completion = replace(completion, parsed=parsed, parse_error=error)
+        completion = finished_completion(request, await self._call_with_retries(request))
         if self.cache is not None:
             self.cache.put(key, fields, completion, canonical)
         self.keys_used.add(key)

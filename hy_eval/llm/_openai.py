@@ -69,6 +69,29 @@ def answer_text(message: Mapping[str, Any], structured: str) -> Any:
     return message.get("content") or ""
 
 
+def completion_from_body(resp: Any, structured: str, model: str) -> Completion:
+    """The ``Completion`` in a chat-completions response body (a dict; also what a batch's
+    output line holds). Raises ``ProviderError`` for a body that is not a completion."""
+    try:
+        choice = resp["choices"][0]
+        text = answer_text(choice["message"], structured)
+        usage_data = resp.get("usage") or {}
+        usage = Usage(
+            int(usage_data.get("prompt_tokens") or 0),
+            int(usage_data.get("completion_tokens") or 0),
+        )
+        finish_reason = choice.get("finish_reason")
+        model_id = resp.get("model") or model
+    except (TypeError, KeyError, IndexError, AttributeError, ValueError):
+        # The SDK hands back the raw text when the body is not JSON.
+        raise ProviderError(
+            "server", "openai: malformed response body (not a completion)"
+        ) from None
+    if not isinstance(text, str):
+        raise ProviderError("server", "openai: malformed response body (content not text)")
+    return Completion(text=text, finish_reason=finish_reason, usage=usage, model_id=str(model_id))
+
+
 class OpenAIProvider:
     """``--provider openai``. Key from ``OPENAI_API_KEY`` (or ``api_key``), base URL from
     ``OPENAI_BASE_URL`` (or ``base_url``). A custom base URL needs no key.
@@ -218,29 +241,7 @@ class OpenAIProvider:
             )
         except (openai.APIError, ValueError) as exc:
             raise self._with_hint(sdk_error("openai", openai, exc), request) from None
-        try:
-            choice = resp["choices"][0]
-            text = answer_text(choice["message"], self.structured)
-            usage_data = resp.get("usage") or {}
-            usage = Usage(
-                int(usage_data.get("prompt_tokens") or 0),
-                int(usage_data.get("completion_tokens") or 0),
-            )
-            finish_reason = choice.get("finish_reason")
-            model_id = resp.get("model") or self.model
-        except (TypeError, KeyError, IndexError, AttributeError, ValueError):
-            # The SDK hands back the raw text when the body is not JSON.
-            raise ProviderError(
-                "server", "openai: malformed response body (not a completion)"
-            ) from None
-        if not isinstance(text, str):
-            raise ProviderError("server", "openai: malformed response body (content not text)")
-        return Completion(
-            text=text,
-            finish_reason=finish_reason,
-            usage=usage,
-            model_id=str(model_id),
-        )
+        return completion_from_body(resp, self.structured, self.model)
 
     def _with_hint(self, error: ProviderError, request: Request) -> ProviderError:
         """``error`` with the fix a user can apply, when it is one the server will keep

@@ -43,6 +43,10 @@ class PriceTable:
                 ) from None
         return table
 
+    def scaled(self, factor: float) -> PriceTable:
+        """The same table with every price times ``factor`` (batch prices: 0.5)."""
+        return PriceTable({m: (i * factor, o * factor) for m, (i, o) in self.prices.items()})
+
     def cost(self, model: str, usage: Usage) -> float | None:
         """USD for ``usage`` on ``model``; ``None`` (unknown) when the model has no price."""
         price = self.prices.get(model)

@@ -11,6 +11,9 @@ probe itself, without the script, and counts it in ``probes``, not ``requests``,
 script sees only the harness's own calls. ``answer_probes=False`` hands probes to the
 script, to play servers that refuse modes.
 
+With ``batch=BatchScript(...)`` it also speaks both vendors' Files and Batches endpoints
+(``loopback_batch.py``), each batched request answered by the same script.
+
 HTTP/1.1 keep-alive and a large listen backlog matter: with ``http.server``'s defaults
 (HTTP/1.0, backlog 5) bursts of concurrent connections stall and timings lie.
 """
@@ -26,6 +29,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from hy_eval.llm.loopback_batch import BatchBackend, BatchScript
 
 
 @dataclass
@@ -145,12 +150,18 @@ class LoopbackServer:
     """``with LoopbackServer(script) as server:`` then point a client at ``server.openai_url``
     or ``server.anthropic_url``. ``server.count`` is the number of requests received."""
 
-    def __init__(self, script: Script, *, answer_probes: bool = True) -> None:
+    def __init__(
+        self, script: Script, *, answer_probes: bool = True, batch: BatchScript | None = None
+    ) -> None:
         self.script = script
         self.answer_probes = answer_probes
+        #: The Files and Batches endpoints, when asked for (``batch``).
+        self.batch = BatchBackend(self._batched, batch) if batch is not None else None
         self.requests: list[ServedRequest] = []
         #: Probes answered by the server itself (``answer_probes``).
         self.probes: list[Any] = []
+        #: Bodies of the requests that came in batches (not in ``requests``).
+        self.batched: list[Any] = []
         self._lock = threading.Lock()
         outer = self
 
@@ -160,9 +171,24 @@ class LoopbackServer:
             def log_message(self, format: str, *args: Any) -> None:
                 return None
 
+            def do_GET(self) -> None:
+                self._batch_route("GET", b"")
+
+            def _batch_route(self, method: str, raw: bytes) -> bool:
+                if outer.batch is None or not outer.batch.handles(self.path):
+                    if method == "GET":
+                        self._send(Reply(404, error_body(404, f"no route GET {self.path}")))
+                    return False
+                headers = {k.lower(): v for k, v in self.headers.items()}
+                status, body, ctype = outer.batch.handle(method, self.path, headers, raw)
+                self._send(Reply(status, body, {"Content-Type": ctype}))
+                return True
+
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length)
+                if self._batch_route("POST", raw):
+                    return
                 try:
                     body = json.loads(raw)
                 except ValueError:
@@ -180,6 +206,9 @@ class LoopbackServer:
                         reply = outer.script(req)
                     except Exception as exc:  # a broken script answers 500, visibly
                         reply = Reply(500, error_body(500, f"script error: {exc!r}"))
+                self._send(reply)
+
+            def _send(self, reply: Reply) -> None:
                 if reply.delay:
                     time.sleep(reply.delay)
                 if reply.reset:
@@ -197,7 +226,8 @@ class LoopbackServer:
                 else:
                     data = payload or b""
                 self.send_response(reply.status)
-                self.send_header("Content-Type", "application/json")
+                if "Content-Type" not in reply.headers:
+                    self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 for k, v in reply.headers.items():
                     self.send_header(k, v)
@@ -209,6 +239,17 @@ class LoopbackServer:
 
         self._server = _Server(("127.0.0.1", 0), Handler)
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    def _batched(self, path: str, body: Any) -> tuple[int, Any]:
+        """The script's answer to one request of a batch (status and body)."""
+        with self._lock:
+            index = len(self.batched)
+            self.batched.append(body)
+        try:
+            reply = self.script(ServedRequest(index, path, body))
+        except Exception as exc:
+            return 500, error_body(500, f"script error: {exc!r}")
+        return reply.status, reply.body
 
     @property
     def port(self) -> int:

@@ -1,0 +1,268 @@
+"""The batch engine (issue 23): requests sent through a vendor's batch endpoints, their
+answers written to the answer cache under the key a normal call of the same request
+uses, so that the normal call that follows is a cache hit.
+
+A round takes the requests a run still needs (as :class:`BatchItem`, keyed like the
+cache), splits them at the vendor's limits (OpenAI 50,000 requests or 200 MB per file,
+Anthropic 100,000 requests or 256 MB per batch), submits each part, and polls every
+batch not yet collected until it ends; then reads its answers (in whatever order they
+come) into the cache. Each batch id is written to the run folder's ``batches.json``
+(replaced atomically) as soon as the vendor gives it, so a run killed at any point
+resumes by polling the kept batches: a request in a kept batch is never submitted again.
+Requests that failed, expired or were cancelled are reported and left uncached: the
+normal run asks them interactively.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
+from dataclasses import asdict, dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import TypeVar
+
+from hy_eval.llm._base import ConfigError, ProviderError
+from hy_eval.llm._batch_vendors import BatchItem, RemoteState, Vendor, vendor_for
+from hy_eval.llm._client import LLMClient, finished_completion
+
+STATE_NAME = "batches.json"
+#: Reasons of failed requests kept in a round's report (the counts are whole).
+FAILURES_SHOWN = 20
+
+T = TypeVar("T")
+
+
+@dataclass
+class KeptBatch:
+    """A submitted batch as ``batches.json`` keeps it."""
+
+    id: str
+    vendor: str
+    model: str
+    round: int
+    #: The cache keys (custom ids) of its requests.
+    keys: list[str]
+    #: ``submitted`` until its answers are read, then ``collected``.
+    status: str = "submitted"
+    #: Requests per outcome once collected (succeeded, failed, expired, canceled).
+    outcome: dict[str, int] = field(default_factory=dict)
+
+
+class BatchState:
+    """The batches of one run folder, in ``batches.json``."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.batches: list[KeptBatch] = []
+        if path.exists():
+            data = json.loads(path.read_text(encoding="utf-8"))
+            self.batches = [KeptBatch(**b) for b in data.get("batches", [])]
+
+    def known_keys(self) -> set[str]:
+        """Keys of every request ever submitted from this folder."""
+        return {k for b in self.batches for k in b.keys}
+
+    def totals(self) -> dict[str, int]:
+        """Batches and requests of the folder, and the collected requests per outcome."""
+        out: Counter[str] = Counter()
+        for b in self.batches:
+            out.update(b.outcome)
+        return {
+            "batches": len(self.batches),
+            "requests": sum(len(b.keys) for b in self.batches),
+            **{k: out[k] for k in ("succeeded", "failed", "expired", "canceled")},
+        }
+
+    def pending(self) -> list[KeptBatch]:
+        return [b for b in self.batches if b.status != "collected"]
+
+    def add(self, batch: KeptBatch) -> None:
+        self.batches.append(batch)
+        self.save()
+
+    def save(self) -> None:
+        """Write the file whole and swap it in, so a kill never leaves half of it."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(".tmp")
+        data = {"version": 1, "batches": [asdict(b) for b in self.batches]}
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(data, f, ensure_ascii=False)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.path)
+
+
+@dataclass
+class RoundReport:
+    """What one round did: requests submitted now, and the outcomes of the batches it
+    collected (with the reasons of the first failures)."""
+
+    submitted: int = 0
+    outcomes: Counter[str] = field(default_factory=Counter)
+    failures: list[tuple[str, str, str]] = field(default_factory=list)
+
+    def line(self) -> str:
+        o = self.outcomes
+        return (
+            f"{self.submitted} submitted; {o['succeeded']} answered, {o['failed']} failed, "
+            f"{o['expired']} expired, {o['canceled']} cancelled"
+        )
+
+
+def split_items(
+    items: Iterable[BatchItem],
+    line: Callable[[BatchItem], bytes],
+    max_requests: int,
+    max_bytes: int,
+) -> Iterator[tuple[list[str], list[bytes]]]:
+    """The items in parts of at most ``max_requests`` lines and ``max_bytes`` bytes, as
+    (keys, lines). A line over ``max_bytes`` alone goes in a part of its own (the vendor
+    refuses it; that batch's error names it)."""
+    keys: list[str] = []
+    lines: list[bytes] = []
+    size = 0
+    for item in items:
+        data = line(item)
+        if lines and (len(lines) >= max_requests or size + len(data) > max_bytes):
+            yield keys, lines
+            keys, lines, size = [], [], 0
+        keys.append(item.key)
+        lines.append(data)
+        size += len(data)
+    if lines:
+        yield keys, lines
+
+
+class BatchEngine:
+    """Submits, polls and collects the batches of one run folder for one client."""
+
+    def __init__(
+        self,
+        llm: LLMClient,
+        state: BatchState,
+        *,
+        poll_interval: float = 30.0,
+        say: Callable[[str], None] | None = None,
+        vendor: Vendor | None = None,
+    ) -> None:
+        if llm.cache is None:
+            raise ConfigError("--batch needs the answer cache (a cache mode other than off)")
+        self.llm = llm
+        self.state = state
+        self.poll_interval = poll_interval
+        self.say = say or (lambda _line: None)
+        self.vendor = vendor or vendor_for(llm.provider)
+        self._rng = random.Random(0)
+
+    async def run_round(self, items: Mapping[str, BatchItem], round_no: int) -> RoundReport:
+        """Submit the items no kept batch holds, then wait for every batch not yet
+        collected (this round's and any a killed run left) and read their answers."""
+        report = RoundReport()
+        known = self.state.known_keys()
+        new = (item for key, item in items.items() if key not in known)  # one at a time
+        v = self.vendor
+        for keys, lines in split_items(new, v.line, v.max_requests, v.max_bytes):
+            batch_id = await self._retrying(partial(v.submit, lines))
+            model = self.llm.provider.model
+            self.state.add(KeptBatch(batch_id, v.name, model, round_no, keys))
+            report.submitted += len(keys)
+            n = len(keys)
+            self.say(
+                f"round {round_no}: submitted {v.name} batch {batch_id} "
+                f"({n} request{'' if n == 1 else 's'})"
+            )
+        await self._wait(items, report, round_no)
+        return report
+
+    async def _wait(
+        self, items: Mapping[str, BatchItem], report: RoundReport, round_no: int
+    ) -> None:
+        started = time.monotonic()
+        while True:
+            states: dict[str, RemoteState] = {}
+            for kept in self.state.pending():
+                st = await self._retrying(partial(self.vendor.state, kept.id))
+                states[kept.id] = st
+                if st.ended:
+                    await self._collect(kept, items, report)
+            if states:
+                self.say(progress_line(round_no, states, time.monotonic() - started))
+            if not self.state.pending():
+                return
+            await asyncio.sleep(self.poll_interval)
+
+    async def _collect(
+        self, kept: KeptBatch, items: Mapping[str, BatchItem], report: RoundReport
+    ) -> None:
+        """Read an ended batch's answers into the cache (any order, each key once)."""
+        cache = self.llm.cache
+        assert cache is not None
+        wanted = set(kept.keys)
+        counts: Counter[str] = Counter()
+
+        def failed(key: str, outcome: str, reason: str) -> None:
+            counts[outcome] += 1
+            if len(report.failures) < FAILURES_SHOWN:
+                report.failures.append((key, outcome, reason))
+
+        async for result in self.vendor.results(kept.id):
+            if result.key not in wanted:
+                continue  # not one of this batch's requests, or given twice
+            wanted.discard(result.key)
+            item = items.get(result.key)
+            if result.outcome != "succeeded" or result.completion is None:
+                failed(result.key, result.outcome, result.reason)
+            elif item is None:
+                # A request this run no longer makes (its suite or prompts changed).
+                failed(result.key, "failed", "not a request of this run")
+            else:
+                completion = finished_completion(item.request, result.completion)
+                cache.put(item.key, item.fields, completion, item.canonical)
+                counts["succeeded"] += 1
+        for key in wanted:
+            failed(key, "failed", "no result in the batch's output")
+        kept.status, kept.outcome = "collected", dict(counts)
+        self.state.save()
+        report.outcomes.update(counts)
+
+    async def cancel_pending(self) -> list[str]:
+        """Ask the vendor to cancel every batch not yet collected; their ids. A resume
+        still collects what they finished before the cancel."""
+        ids = []
+        for kept in self.state.pending():
+            await self._retrying(partial(self.vendor.cancel, kept.id))
+            ids.append(kept.id)
+        return ids
+
+    async def _retrying(self, call: Callable[[], Awaitable[T]]) -> T:
+        """``call()``, tried again on the errors a retry can cure (the client's policy)."""
+        attempt = 0
+        while True:
+            try:
+                return await call()
+            except ProviderError as exc:
+                if not exc.retryable or attempt >= self.llm.retry.max_retries:
+                    raise
+                attempt += 1
+                await asyncio.sleep(self.llm.retry.delay(attempt, exc.retry_after, self._rng))
+
+
+def progress_line(round_no: int, states: dict[str, RemoteState], elapsed: float) -> str:
+    """One line on the batches being waited for: requests done, failed and expired of
+    all, the time waited, and each batch's state in the vendor's words."""
+    total = sum(s.total for s in states.values())
+    done = sum(s.succeeded for s in states.values())
+    failed = sum(s.failed for s in states.values())
+    expired = sum(s.expired for s in states.values())
+    shown = ", ".join(f"{bid} {s.state}" for bid, s in list(states.items())[:3])
+    more = f" and {len(states) - 3} more" if len(states) > 3 else ""
+    return (
+        f"round {round_no}: {done}/{total} done, {failed} failed, {expired} expired, "
+        f"{elapsed:.0f} s; {shown}{more}"
+    )

@@ -1,0 +1,287 @@
+"""The two vendors' batch endpoints behind one small interface (issue 23).
+
+OpenAI Batch: the requests go up as a JSONL file (``purpose=batch``) of
+``{custom_id, method, url, body}`` lines, a batch is made from the file, polled by id,
+and its answers come back in an output file (and the failed ones in an error file).
+Anthropic Message Batches: the requests go in the create call's body as
+``{custom_id, params}``, the batch is polled by id, and the answers are read from its
+``results_url``. Both are reached through the provider's own SDK client (its key, base
+URL and error classes); every batched request is the body the provider would send
+interactively, and its ``custom_id`` is the answer cache key.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from hy_eval.llm._base import Completion, ConfigError, Provider, Request, Usage, sdk_error
+
+MIB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class BatchItem:
+    """One request to batch: its cache key (the batch's ``custom_id``), the key's fields
+    and their canonical JSON (stored with the answer), and the request itself."""
+
+    key: str
+    fields: dict[str, Any]
+    canonical: str
+    request: Request
+
+
+@dataclass(frozen=True)
+class RemoteState:
+    """A batch as its vendor reports it."""
+
+    #: The vendor's own word (``in_progress``, ``finalizing``, ``ended``, ...).
+    state: str
+    ended: bool
+    total: int
+    succeeded: int
+    failed: int
+    expired: int
+
+
+@dataclass(frozen=True)
+class ItemResult:
+    """One batched request's outcome: ``succeeded`` (with its completion), ``failed``,
+    ``expired`` or ``canceled`` (with the reason)."""
+
+    key: str
+    outcome: str
+    completion: Completion | None = None
+    reason: str = ""
+
+
+class Vendor(Protocol):
+    name: str
+    #: Most requests and bytes in one batch.
+    max_requests: int
+    max_bytes: int
+
+    def line(self, item: BatchItem) -> bytes: ...
+
+    async def submit(self, lines: list[bytes]) -> str: ...
+
+    async def state(self, batch_id: str) -> RemoteState: ...
+
+    def results(self, batch_id: str) -> AsyncIterator[ItemResult]: ...
+
+    async def cancel(self, batch_id: str) -> None: ...
+
+
+def vendor_for(provider: Provider) -> Vendor:
+    """The batch endpoints of ``provider``'s vendor; ``ConfigError`` for a provider
+    without any (the local model)."""
+    if provider.name == "openai":
+        return OpenAIBatches(provider)
+    if provider.name == "anthropic":
+        return AnthropicBatches(provider)
+    raise ConfigError(f"--batch needs the openai or anthropic provider (not {provider.name})")
+
+
+class OpenAIBatches:
+    """OpenAI's Files and Batches endpoints (and any server that copies them)."""
+
+    name = "openai"
+    max_requests = 50_000
+    max_bytes = 200 * MIB
+
+    def __init__(self, provider: Any) -> None:
+        self._provider = provider
+        self._client = provider._client
+        self._sdk = provider._openai
+
+    def line(self, item: BatchItem) -> bytes:
+        from hy_eval.llm._openai import to_openai_request
+
+        p = self._provider
+        body = to_openai_request(item.request, p.model, p.structured)
+        if item.request.extra_body:
+            body.update(item.request.extra_body)
+        line = {"custom_id": item.key, "method": "POST", "url": "/v1/chat/completions"}
+        return _jsonl({**line, "body": body})
+
+    async def submit(self, lines: list[bytes]) -> str:
+        try:
+            uploaded = await self._client.files.create(
+                file=("requests.jsonl", b"".join(lines), "application/jsonl"), purpose="batch"
+            )
+            batch = await self._client.post(
+                "/batches",
+                cast_to=dict,
+                body={
+                    "input_file_id": uploaded.id,
+                    "endpoint": "/v1/chat/completions",
+                    "completion_window": "24h",
+                },
+            )
+        except (self._sdk.APIError, ValueError) as exc:
+            raise sdk_error("openai", self._sdk, exc) from None
+        return str(batch["id"])
+
+    async def _get(self, batch_id: str) -> dict[str, Any]:
+        try:
+            return dict(await self._client.get(f"/batches/{batch_id}", cast_to=dict))
+        except (self._sdk.APIError, ValueError) as exc:
+            raise sdk_error("openai", self._sdk, exc) from None
+
+    async def state(self, batch_id: str) -> RemoteState:
+        batch = await self._get(batch_id)
+        counts = batch.get("request_counts") or {}
+        status = str(batch.get("status"))
+        return RemoteState(
+            status,
+            status in ("completed", "expired", "cancelled", "failed"),
+            int(counts.get("total") or 0),
+            int(counts.get("completed") or 0),
+            int(counts.get("failed") or 0),
+            0,  # OpenAI counts expired requests among the failed ones
+        )
+
+    async def results(self, batch_id: str) -> AsyncIterator[ItemResult]:
+        batch = await self._get(batch_id)
+        for name in ("output_file_id", "error_file_id"):
+            file_id = batch.get(name)
+            if not file_id:
+                continue
+            try:
+                async with self._client.files.with_streaming_response.content(file_id) as resp:
+                    async for text in resp.iter_lines():
+                        if text.strip():
+                            yield self._result(json.loads(text))
+            except (self._sdk.APIError, ValueError) as exc:
+                raise sdk_error("openai", self._sdk, exc) from None
+
+    def _result(self, line: dict[str, Any]) -> ItemResult:
+        from hy_eval.llm._openai import completion_from_body
+
+        key = str(line.get("custom_id"))
+        error = line.get("error") or {}
+        response = line.get("response") or {}
+        if error:
+            code = str(error.get("code") or "")
+            outcome = {"batch_expired": "expired", "batch_cancelled": "canceled"}.get(
+                code, "failed"
+            )
+            return ItemResult(key, outcome, reason=f"{code}: {error.get('message')}")
+        status = response.get("status_code")
+        body = response.get("body")
+        if status != 200:
+            message = body.get("error", {}).get("message") if isinstance(body, dict) else body
+            return ItemResult(key, "failed", reason=f"HTTP {status}: {message}")
+        p = self._provider
+        try:
+            return ItemResult(key, "succeeded", completion_from_body(body, p.structured, p.model))
+        except Exception as exc:  # a malformed answer is this request's failure
+            return ItemResult(key, "failed", reason=str(exc))
+
+    async def cancel(self, batch_id: str) -> None:
+        try:
+            await self._client.post(f"/batches/{batch_id}/cancel", cast_to=dict)
+        except (self._sdk.APIError, ValueError) as exc:
+            raise sdk_error("openai", self._sdk, exc) from None
+
+
+class AnthropicBatches:
+    """Anthropic's Message Batches endpoints."""
+
+    name = "anthropic"
+    max_requests = 100_000
+    max_bytes = 256 * MIB
+
+    def __init__(self, provider: Any) -> None:
+        self._provider = provider
+        self._client = provider._client
+        self._sdk = provider._anthropic
+
+    def line(self, item: BatchItem) -> bytes:
+        from hy_eval.llm._anthropic import to_anthropic_request
+
+        body = to_anthropic_request(item.request, self._provider.model)
+        # The SDK merges ``extra_body`` into the body; a batch's params hold it plainly.
+        params = {**body, **body.pop("extra_body", {})}
+        return _jsonl({"custom_id": item.key, "params": params})
+
+    async def submit(self, lines: list[bytes]) -> str:
+        requests = [json.loads(line) for line in lines]
+        try:
+            batch = await self._client.messages.batches.create(requests=requests)
+        except (self._sdk.APIError, ValueError) as exc:
+            raise sdk_error("anthropic", self._sdk, exc) from None
+        return str(batch.id)
+
+    async def state(self, batch_id: str) -> RemoteState:
+        try:
+            found = await self._client.messages.batches.retrieve(batch_id)
+            batch = found.model_dump(mode="json")
+        except (self._sdk.APIError, ValueError) as exc:
+            raise sdk_error("anthropic", self._sdk, exc) from None
+        counts = {k: int(v or 0) for k, v in (batch.get("request_counts") or {}).items()}
+        status = str(batch.get("processing_status"))
+        return RemoteState(
+            status,
+            status == "ended",
+            sum(counts.values()),
+            counts.get("succeeded", 0),
+            counts.get("errored", 0) + counts.get("canceled", 0),
+            counts.get("expired", 0),
+        )
+
+    async def results(self, batch_id: str) -> AsyncIterator[ItemResult]:
+        try:
+            decoder = await self._client.messages.batches.results(batch_id)
+            async for entry in decoder:
+                yield self._result(entry.model_dump(mode="json"))
+        except (self._sdk.APIError, ValueError) as exc:
+            raise sdk_error("anthropic", self._sdk, exc) from None
+
+    def _result(self, line: dict[str, Any]) -> ItemResult:
+        key = str(line.get("custom_id"))
+        result = line.get("result") or {}
+        kind = result.get("type")
+        if kind == "succeeded":
+            message = result.get("message") or {}
+            model = self._provider.model
+            return ItemResult(key, "succeeded", message_completion(message, model))
+        if kind == "errored":
+            error = (result.get("error") or {}).get("error") or {}
+            return ItemResult(key, "failed", reason=f"{error.get('type')}: {error.get('message')}")
+        outcome = "expired" if kind == "expired" else "canceled"
+        return ItemResult(key, outcome, reason=str(kind))
+
+    async def cancel(self, batch_id: str) -> None:
+        try:
+            await self._client.messages.batches.cancel(batch_id)
+        except (self._sdk.APIError, ValueError) as exc:
+            raise sdk_error("anthropic", self._sdk, exc) from None
+
+
+def message_completion(message: dict[str, Any], model: str = "") -> Completion:
+    """The ``Completion`` of an Anthropic message given as JSON: a forced tool's input is
+    the parsed answer (as ``AnthropicProvider.complete`` reads it), else the text."""
+    texts: list[str] = []
+    parsed: dict[str, Any] | None = None
+    for block in message.get("content") or []:
+        if block.get("type") == "tool_use" and parsed is None:
+            value = block.get("input")
+            parsed = dict(value) if isinstance(value, dict) else None
+        elif block.get("type") == "text":
+            texts.append(str(block.get("text") or ""))
+    text = json.dumps(parsed, ensure_ascii=False) if parsed is not None else "".join(texts)
+    usage = message.get("usage") or {}
+    return Completion(
+        text=text,
+        finish_reason=message.get("stop_reason"),
+        usage=Usage(int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)),
+        model_id=str(message.get("model") or model),
+        parsed=parsed,
+    )
+
+
+def _jsonl(value: Any) -> bytes:
+    return (json.dumps(value, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
