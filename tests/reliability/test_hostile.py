@@ -259,14 +259,14 @@ def test_an_unforeseen_error_costs_its_case_not_the_run(tmp_path, monkeypatch):
     from ..harness.test_run import write_suite
 
     suite = write_suite(tmp_path / "toy", 4)
-    real_add = MemoryClient.add
+    real_add = MemoryClient.add_normalised  # what the runner calls (messages normalised)
 
     async def add(self, messages, user_id, *args, **kw):
-        if "number 2." in messages[0]["content"]:
+        if "number 2." in messages[0].content:
             raise RecursionError("maximum recursion depth exceeded")
         return await real_add(self, messages, user_id, *args, **kw)
 
-    monkeypatch.setattr(MemoryClient, "add", add)
+    monkeypatch.setattr(MemoryClient, "add_normalised", add)
     with SuiteModel(suite.cases) as model:
         cfg = scripted_config(
             model.server, tmp_path / "run", suite=str(tmp_path / "toy"), max_error_rate=0.5
