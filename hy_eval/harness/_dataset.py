@@ -459,3 +459,14 @@ def spread(cases: list[T], n: int) -> list[T]:
     if n >= len(cases):
         return list(cases)
     return [cases[i * len(cases) // n] for i in range(n)]
+
+
+def select_cases(
+    refs: Iterable[T], spec: str | None, sample: int | None, limit: int | None
+) -> list[T]:
+    """The cases a run takes, in this order: ``filter_cases`` by ``spec``, then ``spread``
+    to ``sample`` cases, then the first ``limit``. Raises ``ValueError`` for a bad filter."""
+    cases = filter_cases(refs, spec)
+    if sample is not None:
+        cases = spread(cases, sample)
+    return cases if limit is None else cases[:limit]

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from hy_eval.harness._dataset import filter_cases, load_suite, spread
+from hy_eval.harness._dataset import load_suite, select_cases
 from hy_eval.harness._outputs_diff import structural_diff
 from hy_eval.harness._perturb import _name_pattern, perturb_suite
 from hy_eval.harness._stats import ratios_with_ci
@@ -256,10 +256,7 @@ def run_with_perturbations(
 
     run_dir, summary, code = Runner(config).run()
     suite = load_suite(config.suite)
-    refs = filter_cases(suite.refs, config.filter)
-    if config.sample is not None:
-        refs = spread(refs, config.sample)
-    refs = refs[: config.limit]
+    refs = select_cases(suite.refs, config.filter, config.sample, config.limit)
     sections: dict[str, Any] = {}
     for name in names:
         sub_dir = run_dir / "perturb" / name

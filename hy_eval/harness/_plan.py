@@ -16,9 +16,8 @@ from hy_eval.harness._dataset import (
     CaseRef,
     DatasetError,
     Suite,
-    filter_cases,
     load_suite,
-    spread,
+    select_cases,
 )
 from hy_eval.harness._perturb import perturb_suite
 from hy_eval.harness._runfolder import apply_saved, folder_problem, settings_problem
@@ -95,13 +94,9 @@ def _select(cfg: RunConfig, suite: Suite) -> tuple[Suite, list[CaseRef]]:
     if suite.kind != "memory":
         raise RunError(f"suite {suite.name!r} has no model cases; run it with --suite history")
     try:
-        cases = filter_cases(suite.refs, cfg.filter)
+        cases = select_cases(suite.refs, cfg.filter, cfg.sample, cfg.limit)
     except ValueError as exc:
         raise RunError(str(exc)) from None
-    if cfg.sample is not None:
-        cases = spread(cases, cfg.sample)
-    if cfg.limit is not None:
-        cases = cases[: cfg.limit]
     if cfg.perturb and cases:
         # After the filter and limit: the perturbed run pairs with the base run's cases.
         suite = perturb_suite(suite, cases, cfg.perturb, cfg.perturb_seed)
