@@ -110,6 +110,14 @@ CASES = [
     ("token is Bearer eyJhbGciOiJIUzI1NiJ9", f"token is Bearer {MARK}"),
     ("key sk-ant-api03-AbCdEf012345", f"key {MARK}"),
     ("key sk-proj-AbCdEf0123456789", f"key {MARK}"),
+    # Upper-case and mixed-case names reach the case-insensitive patterns through the
+    # lowered-text pre-check; so do the letters that lowering does not fold (ſ, İ, K).
+    ("ACCESS_TOKEN=abc123", f"ACCESS_TOKEN={MARK}"),
+    ("Client-Secret: s3cr3t", f"Client-Secret: {MARK}"),
+    ("https://h/v1?TOKEN=abc", f"https://h/v1?TOKEN={MARK}"),
+    ("pa\u017f\u017fword: hunter22", f"pa\u017f\u017fword: {MARK}"),
+    ("AUTHOR\u0130ZATION: abcdefgh", f"AUTHOR\u0130ZATION: {MARK}"),
+    ("https://h/v1?\u212aey=abc", f"https://h/v1?\u212aey={MARK}"),
 ]
 
 UNCHANGED = [
