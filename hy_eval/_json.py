@@ -70,7 +70,35 @@ def loads_untrusted(text: str, *, unique_keys: bool = True, max_depth: int = MAX
 def check_value(value: Any, max_depth: int = MAX_DEPTH) -> tuple[str, str] | None:
     """``(field path, problem)`` for the first thing in a parsed value that later code
     cannot handle (too deep, a lone surrogate in a key or string), else ``None``. Walks
-    with a stack, not recursion, so any depth is safe to look at."""
+    with a stack, not recursion, so any depth is safe to look at. A first walk only asks
+    whether there is a problem; the field path is built by a second walk when there is
+    one (building a path string per item made the check cost 0.2 ms per model answer)."""
+    if _fine(value, max_depth):
+        return None
+    return _first_problem(value, max_depth)
+
+
+def _fine(value: Any, max_depth: int) -> bool:
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    search = _SURROGATE_RE.search
+    while stack:
+        item, depth = stack.pop()
+        if depth > max_depth:
+            return False
+        if isinstance(item, str):
+            if search(item):
+                return False
+        elif isinstance(item, dict):
+            for key, child in item.items():
+                if search(key):
+                    return False
+                stack.append((child, depth + 1))
+        elif isinstance(item, list):
+            stack.extend((child, depth + 1) for child in item)
+    return True
+
+
+def _first_problem(value: Any, max_depth: int) -> tuple[str, str] | None:
     stack: list[tuple[Any, str, int]] = [(value, "", 1)]
     while stack:
         item, path, depth = stack.pop()
