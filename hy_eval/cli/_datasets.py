@@ -23,7 +23,8 @@ def cmd_datasets_validate(args: argparse.Namespace) -> int:
     targets = (
         [args.target]
         if args.target
-        else sorted(p.name for p in DATASETS_DIR.iterdir() if p.is_dir())
+        # A suite is a folder with a suite.toml; datasets/matcher_pairs holds judged pairs.
+        else sorted(p.name for p in DATASETS_DIR.iterdir() if (p / "suite.toml").is_file())
     )
     problems: list[str] = []
     for target in targets:

@@ -91,6 +91,44 @@ def cmd_matchers_evaluate(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
+def cmd_matchers_draw(args: argparse.Namespace) -> int:
+    from hy_eval.harness._pairdraw import draw, pair_rows, write_rows
+    from hy_eval.harness._runlog import RunFolderError, read_run
+
+    records = []
+    for run_dir in args.runs:
+        try:
+            records.extend(read_run(run_dir).records())
+        except (RunFolderError, OSError) as exc:
+            raise UserError(str(exc)) from None
+    if args.limit is not None and args.limit < 1:
+        raise UserError(f"--limit {args.limit}: give a positive number of pairs")
+    chosen = draw(records, args.limit, args.seed)
+    if not chosen:
+        raise UserError("no pairs: no case of these runs has both a gold fact text and a prediction")
+    write_rows(Path(args.out), pair_rows(chosen))
+    related = sum(c.related for c in chosen)
+    print(f"wrote {len(chosen)} pairs ({related} related, {len(chosen) - related} unrelated) to {args.out}")
+    if args.blind:
+        keep = ("pair", "lang", "gold", "predicted", "names")
+        write_rows(Path(args.blind), ({k: r[k] for k in keep} for r in pair_rows(chosen)))
+        print(f"wrote the judges' copy (no keywords, no case ids) to {args.blind}")
+    return ExitCode.OK
+
+
+def cmd_matchers_agree(args: argparse.Namespace) -> int:
+    from hy_eval.harness._pairdraw import VerdictFileError, agreement, agreement_text
+
+    try:
+        result = agreement(Path(args.first), Path(args.second))
+    except VerdictFileError as exc:
+        raise UserError(str(exc)) from None
+    print(agreement_text(result))
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, ensure_ascii=False, indent=1))
+    return ExitCode.OK
+
+
 def register(sub: Any) -> None:
     """The ``matchers`` sub-command."""
     matchers = sub.add_parser(
@@ -114,3 +152,24 @@ def register(sub: Any) -> None:
     p.add_argument("--json", help="also write the results as JSON here")
     add_model_flags(p)
     p.set_defaults(func=cmd_matchers_evaluate)
+
+    p = matchers.add_parser(
+        "draw",
+        help="draw (predicted, gold) pairs from run folders for people to judge "
+        "(docs/metrics.md, 'Measuring the matchers')",
+    )
+    p.add_argument("runs", nargs="+", metavar="RUN_DIR", help="run folders to draw from")
+    p.add_argument("--out", required=True, help="JSONL of the drawn pairs (same and kind empty)")
+    p.add_argument("--blind", help="also write the judges' copy: the two facts and names only")
+    p.add_argument("--limit", type=int, help="keep every related pair and fill up to N")
+    p.add_argument("--seed", type=int, default=0, help="seed of the order and the fill (0)")
+    p.set_defaults(func=cmd_matchers_draw)
+
+    p = matchers.add_parser(
+        "agree",
+        help="how far two judges' verdict files agree (Cohen's kappa) and where they differ",
+    )
+    p.add_argument("first", help="JSONL of {pair, same, kind[, note]} by one judge")
+    p.add_argument("second", help="the same pairs judged by another")
+    p.add_argument("--json", help="also write the result as JSON here")
+    p.set_defaults(func=cmd_matchers_agree)

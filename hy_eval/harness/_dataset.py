@@ -391,7 +391,10 @@ def resolve_suite(name_or_path: str, root: Path | None = None) -> tuple[str, lis
     else:
         folder = base / name_or_path
         if not folder.is_dir():
-            known = ", ".join(sorted(p.name for p in base.iterdir() if p.is_dir())) or "none"
+            known = (
+                ", ".join(sorted(p.name for p in base.iterdir() if (p / "suite.toml").is_file()))
+                or "none"
+            )
             raise DatasetError([f"{name_or_path}:0: suite: unknown suite (known: {known})"])
     files = sorted(p for p in folder.glob("*.jsonl") if not p.name.startswith("_"))
     if not files:

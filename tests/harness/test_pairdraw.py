@@ -1,0 +1,144 @@
+"""``hy-eval matchers draw`` and ``matchers agree`` (issue 19 item 3): which pairs are drawn
+from a run's records, the judges' blind copy, Cohen's kappa by hand, and bad files."""
+
+import json
+
+import pytest
+
+from hy_eval.cli import main
+from hy_eval.harness._pairdraw import (
+    VerdictFileError,
+    agreement,
+    case_candidates,
+    cohen_kappa,
+    draw,
+)
+from hy_eval.harness._runlog import CaseRecord, RunManifest, write_manifest
+
+
+def record(case_id, lang, predicted, golds, names=("Ava", "Kenji")):
+    messages = [{"role": "user", "name": names[0], "content": "hi"}]
+    messages += [{"role": "assistant", "name": n, "content": "hello"} for n in names[1:]]
+    return CaseRecord(
+        id=case_id,
+        lang=lang,
+        input={"messages": messages},
+        expect={"facts": golds},
+        facts=[{"text": p, "owner": "user"} for p in predicted],
+    )
+
+
+GOLD_PEANUT = {"subject": "Kenji", "text": "Kenji is allergic to peanuts.", "keywords": ["peanut"]}
+GOLD_TOKYO = {"subject": "user", "text": "The user moves to Tokyo in May.", "keywords": ["Tokyo"]}
+GOLD_NO_TEXT = {"subject": "user", "text": None, "keywords": ["tea"]}
+
+RECORDS = [
+    record(
+        "c1",
+        "en",
+        [
+            "The user is allergic to peanuts.",  # related to the peanut fact (keyword and words)
+            "Kenji carries an EpiPen.",  # unrelated to both
+            "The user moves to Tokyo in May.",  # identical to a gold text: nothing to judge
+            "The user is allergic to peanuts.",  # a repeat of a prediction
+        ],
+        [GOLD_PEANUT, GOLD_TOKYO, GOLD_NO_TEXT],
+    ),
+    record("c2", "zh", ["用户在大阪旅行。", "王伟在学校教钢琴。"], [
+        {"subject": "user", "text": "用户下个月去大阪出差。", "keywords": ["大阪"]},
+        {"subject": "user", "text": "用户养了一只柴犬。", "keywords": ["柴犬"]},
+    ]),
+]
+
+
+def test_related_pairs_are_all_drawn_and_a_gold_without_one_gets_its_closest():
+    pairs = {(c.predicted, c.gold): c for c in case_candidates(RECORDS[0])}
+    # The peanut fact: only the related prediction (the EpiPen one shares no content word).
+    assert ("The user is allergic to peanuts.", GOLD_PEANUT["text"]) in pairs
+    assert ("Kenji carries an EpiPen.", GOLD_PEANUT["text"]) not in pairs
+    # The Tokyo fact: its identical prediction is left out; the others share nothing, so
+    # the closest one stands as its unrelated pair.
+    tokyo = [c for c in pairs.values() if c.gold == GOLD_TOKYO["text"]]
+    assert len(tokyo) == 1 and not tokyo[0].related
+    # No pair for a gold fact without text.
+    assert all(c.gold for c in pairs.values())
+    peanut = pairs[("The user is allergic to peanuts.", GOLD_PEANUT["text"])]
+    assert peanut.keyword_hit and peanut.accepted and peanut.names == ("Ava", "Kenji")
+
+
+def test_draw_keeps_every_related_pair_then_fills_with_unrelated_ones_by_language():
+    everything = draw(RECORDS)
+    related = [c for c in everything if c.related]
+    unrelated = [c for c in everything if not c.related]
+    assert len(related) == 2 and len(unrelated) == 2  # peanut, 大阪 / Tokyo, 柴犬
+    assert len({(c.predicted, c.gold) for c in everything}) == len(everything)
+    three = draw(RECORDS, limit=3)
+    assert len(three) == 3 and sum(c.related for c in three) == 2
+    assert draw(RECORDS, limit=3, seed=5) == draw(RECORDS, limit=3, seed=5)  # seeded
+    assert len(draw(RECORDS, limit=1)) == 1
+
+
+def test_cohen_kappa_by_hand():
+    # Observed agreement 3/4; the first says yes to 2/4, the second to 1/4:
+    # expected agreement 0.5 * 0.25 + 0.5 * 0.75 = 0.5; kappa (0.75 - 0.5) / 0.5 = 0.5.
+    assert cohen_kappa([True, True, False, False], [True, False, False, False]) == 0.5
+    assert cohen_kappa([True, False], [True, False]) == 1.0
+    assert cohen_kappa([False, False], [False, False]) is None  # no variation at all
+    with pytest.raises(ValueError):
+        cohen_kappa([True], [True, False])
+
+
+def _write(path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def test_agreement_lists_the_pairs_judged_differently(tmp_path):
+    a = _write(tmp_path / "a.jsonl", [
+        {"pair": "p1", "same": True, "kind": "paraphrase"},
+        {"pair": "p2", "same": False, "kind": "unrelated"},
+        {"pair": "p3", "same": True, "kind": "partial"},
+    ])
+    b = _write(tmp_path / "b.jsonl", [
+        {"pair": "p3", "same": False, "kind": "partial"},
+        {"pair": "p1", "same": True, "kind": "near_copy"},
+        {"pair": "p2", "same": False, "kind": "unrelated"},
+    ])
+    result = agreement(a, b)
+    assert result["agree"] == 2 and result["differ"] == ["p3"] and result["kind_agree"] == 2
+    # p_o 2/3; yes rates 2/3 and 1/3: p_e = 2/9 + 2/9 = 4/9; kappa (2/3 - 4/9) / (5/9) = 0.4
+    assert result["kappa"] == pytest.approx(0.4)
+
+
+def test_agreement_refuses_files_that_do_not_cover_the_same_pairs(tmp_path):
+    a = _write(tmp_path / "a.jsonl", [{"pair": "p1", "same": True}])
+    b = _write(tmp_path / "b.jsonl", [{"pair": "p2", "same": True}])
+    with pytest.raises(VerdictFileError, match="different pairs"):
+        agreement(a, b)
+    c = _write(tmp_path / "c.jsonl", [{"pair": "p1", "same": "yes"}])
+    with pytest.raises(VerdictFileError, match="true or false"):
+        agreement(a, c)
+
+
+def test_draw_and_agree_on_the_command_line(tmp_path, capsys):
+    run = tmp_path / "run"
+    run.mkdir()
+    write_manifest(run, RunManifest(suite="s", provider="local", model="m", params={}))
+    (run / "cases.jsonl").write_text("".join(r.to_line() for r in RECORDS), encoding="utf-8")
+    out, blind = tmp_path / "pairs.jsonl", tmp_path / "blind.jsonl"
+    assert main(["matchers", "draw", str(run), "--out", str(out), "--blind", str(blind)]) == 0
+    assert "wrote 4 pairs (2 related, 2 unrelated)" in capsys.readouterr().out
+    rows = [json.loads(x) for x in out.read_text(encoding="utf-8").splitlines()]
+    assert [r["pair"] for r in rows] == ["p0001", "p0002", "p0003", "p0004"]
+    assert all(r["same"] is None and r["kind"] is None and "keywords" in r for r in rows)
+    seen = [json.loads(x) for x in blind.read_text(encoding="utf-8").splitlines()]
+    assert all(set(r) == {"pair", "lang", "gold", "predicted", "names"} for r in seen)
+
+    verdicts = _write(tmp_path / "v.jsonl", [{"pair": r["pair"], "same": False} for r in rows])
+    assert main(["matchers", "agree", str(verdicts), str(verdicts)]) == 0
+    assert "same verdict on 4 (100.0%)" in capsys.readouterr().out
+
+    assert main(["matchers", "draw", str(tmp_path / "nope"), "--out", str(out)]) == 2
+    assert "not a run folder" in capsys.readouterr().err
+    assert main(["matchers", "agree", str(verdicts), str(tmp_path / "missing.jsonl")]) == 2
+    assert "cannot read" in capsys.readouterr().err
