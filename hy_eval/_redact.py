@@ -52,12 +52,16 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str, tuple[str, ...], bool], ...] = (
             r"(?:(?:Bearer|Basic)\s+)?" + _VALUE
         ),
         rf"\1\2{MARK}",
-        tuple(
-            f"{a}{sep}{b}"
-            for a, b in (("api", "key"), ("access", "token"), ("client", "secret"))
-            for sep in ("", "-", "_")
-        )
-        + ("authorization", "passwd", "password"),
+        (
+            *(
+                f"{a}{sep}{b}"
+                for a, b in (("api", "key"), ("access", "token"), ("client", "secret"))
+                for sep in ("", "-", "_")
+            ),
+            "authorization",
+            "passwd",
+            "password",
+        ),
         True,
     ),
     # ?key=x&token=x in a URL

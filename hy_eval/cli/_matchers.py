@@ -105,10 +105,11 @@ def cmd_matchers_draw(args: argparse.Namespace) -> int:
         raise UserError(f"--limit {args.limit}: give a positive number of pairs")
     chosen = draw(records, args.limit, args.seed)
     if not chosen:
-        raise UserError("no pairs: no case of these runs has both a gold fact text and a prediction")
+        raise UserError("no pairs: no case of these runs has a gold fact text and a prediction")
     write_rows(Path(args.out), pair_rows(chosen))
     related = sum(c.related for c in chosen)
-    print(f"wrote {len(chosen)} pairs ({related} related, {len(chosen) - related} unrelated) to {args.out}")
+    unrelated = len(chosen) - related
+    print(f"wrote {len(chosen)} pairs ({related} related, {unrelated} unrelated) to {args.out}")
     if args.blind:
         keep = ("pair", "lang", "gold", "predicted", "names")
         write_rows(Path(args.blind), ({k: r[k] for k in keep} for r in pair_rows(chosen)))

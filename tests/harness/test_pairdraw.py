@@ -44,10 +44,15 @@ RECORDS = [
         ],
         [GOLD_PEANUT, GOLD_TOKYO, GOLD_NO_TEXT],
     ),
-    record("c2", "zh", ["用户在大阪旅行。", "王伟在学校教钢琴。"], [
-        {"subject": "user", "text": "用户下个月去大阪出差。", "keywords": ["大阪"]},
-        {"subject": "user", "text": "用户养了一只柴犬。", "keywords": ["柴犬"]},
-    ]),
+    record(
+        "c2",
+        "zh",
+        ["用户在大阪旅行。", "王伟在学校教钢琴。"],
+        [
+            {"subject": "user", "text": "用户下个月去大阪出差。", "keywords": ["大阪"]},
+            {"subject": "user", "text": "用户养了一只柴犬。", "keywords": ["柴犬"]},
+        ],
+    ),
 ]
 
 
@@ -94,16 +99,22 @@ def _write(path, rows):
 
 
 def test_agreement_lists_the_pairs_judged_differently(tmp_path):
-    a = _write(tmp_path / "a.jsonl", [
-        {"pair": "p1", "same": True, "kind": "paraphrase"},
-        {"pair": "p2", "same": False, "kind": "unrelated"},
-        {"pair": "p3", "same": True, "kind": "partial"},
-    ])
-    b = _write(tmp_path / "b.jsonl", [
-        {"pair": "p3", "same": False, "kind": "partial"},
-        {"pair": "p1", "same": True, "kind": "near_copy"},
-        {"pair": "p2", "same": False, "kind": "unrelated"},
-    ])
+    a = _write(
+        tmp_path / "a.jsonl",
+        [
+            {"pair": "p1", "same": True, "kind": "paraphrase"},
+            {"pair": "p2", "same": False, "kind": "unrelated"},
+            {"pair": "p3", "same": True, "kind": "partial"},
+        ],
+    )
+    b = _write(
+        tmp_path / "b.jsonl",
+        [
+            {"pair": "p3", "same": False, "kind": "partial"},
+            {"pair": "p1", "same": True, "kind": "near_copy"},
+            {"pair": "p2", "same": False, "kind": "unrelated"},
+        ],
+    )
     result = agreement(a, b)
     assert result["agree"] == 2 and result["differ"] == ["p3"] and result["kind_agree"] == 2
     # p_o 2/3; yes rates 2/3 and 1/3: p_e = 2/9 + 2/9 = 4/9; kappa (2/3 - 4/9) / (5/9) = 0.4
