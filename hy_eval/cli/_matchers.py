@@ -95,7 +95,7 @@ def cmd_matchers_draw(args: argparse.Namespace) -> int:
     from hy_eval.harness._pairdraw import draw, pair_rows, write_rows
     from hy_eval.harness._runlog import RunFolderError, read_run
 
-    records = []
+    records: list[Any] = []
     for run_dir in args.runs:
         try:
             records.extend(read_run(run_dir).records())
