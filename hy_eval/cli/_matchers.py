@@ -118,7 +118,13 @@ def cmd_matchers_draw(args: argparse.Namespace) -> int:
 
 
 def cmd_matchers_agree(args: argparse.Namespace) -> int:
-    from hy_eval.harness._pairdraw import VerdictFileError, agreement, agreement_text
+    from hy_eval.harness._pairdraw import (
+        VerdictFileError,
+        agreement,
+        agreement_text,
+        settled_rows,
+        write_rows,
+    )
 
     try:
         result = agreement(Path(args.first), Path(args.second))
@@ -127,6 +133,20 @@ def cmd_matchers_agree(args: argparse.Namespace) -> int:
     print(agreement_text(result))
     if args.json:
         Path(args.json).write_text(json.dumps(result, ensure_ascii=False, indent=1))
+    if args.out:
+        if not args.drawn:
+            raise UserError("--out needs --drawn, the file 'matchers draw' wrote")
+        try:
+            rows = settled_rows(
+                Path(args.drawn),
+                Path(args.first),
+                Path(args.second),
+                Path(args.settled) if args.settled else None,
+            )
+        except VerdictFileError as exc:
+            raise UserError(str(exc)) from None
+        write_rows(Path(args.out), rows)
+        print(f"wrote {len(rows)} judged pairs to {args.out}")
     return ExitCode.OK
 
 
@@ -173,4 +193,11 @@ def register(sub: Any) -> None:
     p.add_argument("first", help="JSONL of {pair, same, kind[, note]} by one judge")
     p.add_argument("second", help="the same pairs judged by another")
     p.add_argument("--json", help="also write the result as JSON here")
+    p.add_argument("--drawn", help="the pairs file 'matchers draw' wrote (for --out)")
+    p.add_argument(
+        "--settled", help="a third judge's verdicts on the pairs the two judged differently"
+    )
+    p.add_argument(
+        "--out", help="write the judged pairs: the drawn pairs with the agreed or settled verdicts"
+    )
     p.set_defaults(func=cmd_matchers_agree)

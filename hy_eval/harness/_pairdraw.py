@@ -232,3 +232,43 @@ def agreement_text(result: dict[str, Any]) -> str:
     if result["differ"]:
         lines.append(f"they differ on {len(result['differ'])}: " + ", ".join(result["differ"]))
     return "\n".join(lines)
+
+
+def settled_rows(
+    drawn: Path, first: Path, second: Path, settled: Path | None
+) -> list[dict[str, Any]]:
+    """The judged pairs file: each drawn pair with ``same`` and ``kind`` where the two
+    judges agree, and the settling judge's where they do not (both judges' verdicts are
+    kept in ``judges``). ``VerdictFileError`` when a disagreement is left unsettled."""
+    a, b = read_verdicts(first), read_verdicts(second)
+    s = read_verdicts(settled) if settled else {}
+    rows = []
+    try:
+        lines = drawn.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise VerdictFileError(f"{drawn}: cannot read ({exc})") from None
+    for line in lines:
+        if not line.strip():
+            continue
+        row = json.loads(line)
+        pid = row.get("pair")
+        if pid not in a or pid not in b:
+            raise VerdictFileError(f"{drawn}: pair {pid} is not judged by both judges")
+        x, y = a[pid], b[pid]
+        agreed = x["same"] == y["same"] and x.get("kind") == y.get("kind")
+        if agreed:
+            same, kind = x["same"], x.get("kind")
+        elif pid in s:
+            same, kind = s[pid]["same"], s[pid].get("kind")
+        else:
+            raise VerdictFileError(f"pair {pid}: the judges differ and it is not settled")
+        if not isinstance(kind, str) or not kind:
+            raise VerdictFileError(f"pair {pid}: no kind")
+        row.update(same=same, kind=kind)
+        row["judges"] = {
+            "first": x["same"],
+            "second": y["same"],
+            "settled": None if agreed else s[pid]["same"],
+        }
+        rows.append(row)
+    return rows

@@ -153,3 +153,53 @@ def test_draw_and_agree_on_the_command_line(tmp_path, capsys):
     assert "not a run folder" in capsys.readouterr().err
     assert main(["matchers", "agree", str(verdicts), str(tmp_path / "missing.jsonl")]) == 2
     assert "cannot read" in capsys.readouterr().err
+
+
+def test_agree_writes_the_judged_pairs_with_the_agreed_or_settled_verdicts(tmp_path, capsys):
+    drawn = _write(
+        tmp_path / "drawn.jsonl",
+        [
+            {
+                "pair": "p1",
+                "lang": "en",
+                "gold": "g1",
+                "predicted": "x1",
+                "same": None,
+                "kind": None,
+            },
+            {
+                "pair": "p2",
+                "lang": "zh",
+                "gold": "g2",
+                "predicted": "x2",
+                "same": None,
+                "kind": None,
+            },
+        ],
+    )
+    a = _write(
+        tmp_path / "a.jsonl",
+        [
+            {"pair": "p1", "same": True, "kind": "paraphrase"},
+            {"pair": "p2", "same": True, "kind": "partial"},
+        ],
+    )
+    b = _write(
+        tmp_path / "b.jsonl",
+        [
+            {"pair": "p1", "same": True, "kind": "paraphrase"},
+            {"pair": "p2", "same": False, "kind": "partial"},
+        ],
+    )
+    out = tmp_path / "pairs.jsonl"
+    args = ["matchers", "agree", str(a), str(b), "--drawn", str(drawn), "--out", str(out)]
+    assert main(args) == 2  # p2 differs and nobody settled it
+    assert "p2: the judges differ and it is not settled" in capsys.readouterr().err
+    settled = _write(tmp_path / "s.jsonl", [{"pair": "p2", "same": False, "kind": "near_miss"}])
+    assert main([*args, "--settled", str(settled)]) == 0
+    rows = [json.loads(x) for x in out.read_text(encoding="utf-8").splitlines()]
+    assert [(r["same"], r["kind"]) for r in rows] == [(True, "paraphrase"), (False, "near_miss")]
+    assert rows[1]["judges"] == {"first": True, "second": False, "settled": False}
+    assert rows[0]["judges"]["settled"] is None
+    # The written file is a judged-pairs file that matchers evaluate reads.
+    assert main(["matchers", "evaluate", str(out), "--matcher", "fuzzy"]) == 0
