@@ -83,7 +83,10 @@ class Case(_Strict):
     #: Computed once at validation: the normalised messages and the people with their
     #: aliases (scoring, the guard and the runner read them from here).
     _normalised: tuple[ChatMessage, ...] = PrivateAttr(default=())
-    _speakers: Speakers = PrivateAttr(default_factory=Speakers)
+    # None until the validator below sets it: a default_factory would make pydantic
+    # inspect the factory's signature on every case it validates: 0.19 ms a case against
+    # 0.11 ms without (best of 15 passes over en_v2.jsonl).
+    _speakers: Speakers | None = PrivateAttr(default=None)
     _named: tuple[str, ...] = PrivateAttr(default=())
 
     @model_validator(mode="after")
@@ -139,7 +142,7 @@ class Case(_Strict):
     @property
     def speakers(self) -> Speakers:
         """The case's people with their aliases, as scoring and the guard read them."""
-        return self._speakers
+        return self._speakers if self._speakers is not None else Speakers()
 
     @property
     def named_speakers(self) -> list[str]:
