@@ -61,7 +61,8 @@ def cmd_datasets_stats(args: argparse.Namespace) -> int:
     from hy_eval.harness._datastats import format_stats, suite_stats
 
     try:
-        stats = suite_stats(load_suite(args.suite), args.discordance)
+        rates = Path(args.rates) if args.rates else None
+        stats = suite_stats(load_suite(args.suite), args.discordance, rates)
     except DatasetError as exc:
         raise UserError("\n".join(exc.problems)) from None
     except ValueError as exc:
@@ -100,5 +101,11 @@ def register(sub: Any) -> None:
         "--discordance",
         type=float,
         help="share of units two variants disagree on, for the MDE (default: 2p(1-p))",
+    )
+    p.add_argument(
+        "--rates",
+        metavar="RUN",
+        help="a run folder, summary.json or baseline whose metric values the MDE assumes "
+        "(default: the suite's baseline), e.g. a real model's run",
     )
     p.set_defaults(func=cmd_datasets_stats)

@@ -298,9 +298,35 @@ class SuiteStats:
         return out
 
 
-def suite_stats(suite: Suite, discordance: float | None = None) -> SuiteStats:
+def run_rates(path: Path) -> dict[str, float]:
+    """The metric values of a run (its folder or its ``summary.json``) or of a baseline
+    file, as the rates the MDE assumes. ``ValueError`` when there are none."""
+    file = path / "summary.json" if path.is_dir() else path
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"--rates {path}: cannot read ({type(exc).__name__})") from None
+    metrics = data.get("metrics") if isinstance(data, dict) else None
+    out: dict[str, float] = {}
+    for name, value in (metrics or {}).items():
+        if isinstance(value, dict):  # a summary: {"value": ..., "ci": ...}
+            value = value.get("value")
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            out[name] = float(value)
+    if not out:
+        raise ValueError(f"--rates {path}: no metric values (a run folder, summary or baseline)")
+    return out
+
+
+def suite_stats(
+    suite: Suite,
+    discordance: float | None = None,
+    rates_from: Path | None = None,
+) -> SuiteStats:
     """Every figure of ``datasets stats`` for ``suite`` (cases parsed one at a time).
-    Raises ``ValueError`` for a ``discordance`` outside (0, 1]."""
+    The MDE assumes the rates of ``rates_from`` (a run or baseline) or of the suite's
+    baseline. Raises ``ValueError`` for a ``discordance`` outside (0, 1] or unreadable
+    rates."""
     if discordance is not None and not 0 < discordance <= 1:
         raise ValueError(f"--discordance {discordance:g}: give a share in (0, 1]")
     st = SuiteStats(suite.name, len(suite.refs))
@@ -332,8 +358,11 @@ def suite_stats(suite: Suite, discordance: float | None = None) -> SuiteStats:
         st.chars.append(sum(len(m.content) for m in case.normalised))
     st.duplicates = near_duplicates(ids, texts)
     if suite.kind == "memory":
-        rates = baseline_rates(suite.name)
-        st.rate_source = f"reports/baselines/{suite.name}.json" if rates else "none (p = 0.5)"
+        if rates_from is not None:
+            rates, st.rate_source = run_rates(rates_from), str(rates_from)
+        else:
+            rates = baseline_rates(suite.name)
+            st.rate_source = f"reports/baselines/{suite.name}.json" if rates else "none (p = 0.5)"
         st.power = power_table(st.denominators, st.denominator_cases, rates, discordance)
     return st
 

@@ -169,3 +169,26 @@ def test_stats_command(capsys):
     data = json.loads(capsys.readouterr().out)
     assert data["cases"] == len(load_suite("multi_speaker").cases)
     assert main(["datasets", "stats", "multi_speaker", "--discordance", "0"]) == 2
+
+
+def test_stats_can_assume_another_runs_rates(tmp_path, capsys):
+    # A run folder's summary (values under "value") or a baseline file both serve.
+    run = tmp_path / "run"
+    run.mkdir()
+    metrics = {"fact_recall": {"value": 1.0}, "attribution_accuracy": {"value": 0.9}}
+    (run / "summary.json").write_text(json.dumps({"metrics": metrics}), encoding="utf-8")
+    suite = load_suite("multi_speaker")
+    st = suite_stats(suite, rates_from=run)
+    row = {r["metric"]: r for r in st.power}["attribution_accuracy"]
+    # Every gold fact matched (recall 1.0): n is the attribution denominator itself.
+    assert row["n"] == st.denominators["attribution_accuracy"] and row["p"] == 0.9
+    assert st.rate_source == str(run)
+    baseline = tmp_path / "b.json"
+    baseline.write_text(json.dumps({"metrics": {"attribution_accuracy": 0.5}}), encoding="utf-8")
+    assert main(["datasets", "stats", "multi_speaker", "--rates", str(baseline)]) == 0
+    assert f"p from {baseline}" in capsys.readouterr().out
+    (tmp_path / "empty.json").write_text("{}", encoding="utf-8")
+    assert (
+        main(["datasets", "stats", "multi_speaker", "--rates", str(tmp_path / "empty.json")]) == 2
+    )
+    assert "no metric values" in capsys.readouterr().err
