@@ -20,7 +20,7 @@ from .oracle import (
     score_oracle,
 )
 
-SUITES = sorted(p.name for p in DATASETS_DIR.iterdir() if p.is_dir() and any(p.glob("*.jsonl")))
+SUITES = sorted(p.name for p in DATASETS_DIR.iterdir() if (p / "suite.toml").is_file())
 
 
 def test_every_suite_is_checked():
