@@ -92,7 +92,7 @@ def cmd_matchers_evaluate(args: argparse.Namespace) -> int:
 
 
 def cmd_matchers_draw(args: argparse.Namespace) -> int:
-    from hy_eval.harness._pairdraw import draw, pair_rows, write_rows
+    from hy_eval.harness._pairdraw import blind_rows, draw, pair_rows, write_rows
     from hy_eval.harness._runlog import RunFolderError, read_run
 
     records: list[Any] = []
@@ -106,13 +106,13 @@ def cmd_matchers_draw(args: argparse.Namespace) -> int:
     chosen = draw(records, args.limit, args.seed)
     if not chosen:
         raise UserError("no pairs: no case of these runs has a gold fact text and a prediction")
-    write_rows(Path(args.out), pair_rows(chosen))
+    rows = pair_rows(chosen)
+    write_rows(Path(args.out), rows)
     related = sum(c.related for c in chosen)
     unrelated = len(chosen) - related
     print(f"wrote {len(chosen)} pairs ({related} related, {unrelated} unrelated) to {args.out}")
     if args.blind:
-        keep = ("pair", "lang", "gold", "predicted", "names")
-        write_rows(Path(args.blind), ({k: r[k] for k in keep} for r in pair_rows(chosen)))
+        write_rows(Path(args.blind), blind_rows(rows))
         print(f"wrote the judges' copy (no keywords, no case ids) to {args.blind}")
     return ExitCode.OK
 

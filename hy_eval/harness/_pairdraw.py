@@ -12,8 +12,9 @@ wrong either way) and unrelated pairs fill the rest, alternating between the lan
 a seeded random order.
 
 The file written has the pairs format with ``same`` and ``kind`` left empty (``null``)
-for the judges to fill; a blind copy for a judge is the same file without ``keywords``
-(what the keyword matcher reads), so a judge sees the two facts and the speakers only.
+for the judges to fill. The judges' blind copy (``blind_rows``) keeps only the pair id,
+the language, the two facts and the speakers' names: no case id and no keywords (what the
+keyword matcher reads).
 """
 
 from __future__ import annotations
@@ -122,9 +123,8 @@ def draw(records: Iterable[CaseRecord], limit: int | None = None, seed: int = 0)
     return chosen
 
 
-def pair_rows(chosen: Sequence[Candidate], blind: bool = False) -> list[dict[str, Any]]:
-    """The rows of a pairs file to be judged (``same`` and ``kind`` empty); ``blind``
-    leaves out the keywords."""
+def pair_rows(chosen: Sequence[Candidate]) -> list[dict[str, Any]]:
+    """The rows of a pairs file to be judged (``same`` and ``kind`` empty)."""
     rows = []
     for i, c in enumerate(chosen, 1):
         row: dict[str, Any] = {
@@ -137,10 +137,18 @@ def pair_rows(chosen: Sequence[Candidate], blind: bool = False) -> list[dict[str
             "same": None,
             "kind": None,
         }
-        if not blind and c.keywords is not None:
+        if c.keywords is not None:
             row["keywords"] = c.keywords
         rows.append(row)
     return rows
+
+
+BLIND_FIELDS = ("pair", "lang", "gold", "predicted", "names")
+
+
+def blind_rows(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The judges' copy of ``pair_rows``: what a judge may see, nothing more."""
+    return [{k: row[k] for k in BLIND_FIELDS} for row in rows]
 
 
 def write_rows(path: Path, rows: Iterable[dict[str, Any]]) -> None:
