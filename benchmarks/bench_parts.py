@@ -1,0 +1,118 @@
+"""The small measurements behind benchmarks/README.md's "Issue 16, second round" and the
+threshold figures of datasets/matcher_pairs/README.md, one sub-command each:
+
+    python benchmarks/bench_parts.py redact RUN_DIR        # redaction per record line
+    python benchmarks/bench_parts.py case-validation       # Case validation, best of 15
+    python benchmarks/bench_parts.py report-parts RUN_DIR  # the report's steps, best of 4
+    python benchmarks/bench_parts.py thresholds            # fuzzy thresholds on the judged pairs
+
+RUN_DIR is a run folder; ``report-parts`` wants a large one, e.g. the 1,000 generated
+cases of ``bench_harness.py`` (its run folder is kept under a temporary directory; any run
+of a few hundred cases shows the split).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def best_of(step: Callable[[], Any], rounds: int) -> float:
+    """The shortest wall time of ``rounds`` calls of ``step`` after one warm-up call."""
+    step()
+    best = float("inf")
+    for _ in range(rounds):
+        started = time.perf_counter()
+        step()
+        best = min(best, time.perf_counter() - started)
+    return best
+
+
+def redact_lines(run_dir: Path) -> None:
+    from hy_eval._redact import redact
+
+    lines = (run_dir / "cases.jsonl").read_text(encoding="utf-8").splitlines()[:300]
+    size = sum(len(x) for x in lines) / len(lines)
+    secs = best_of(lambda: [redact(x) for x in lines], 3)
+    print(
+        f"redact: {secs / len(lines) * 1000:.3f} ms per line ({len(lines)} lines, {size:.0f} chars)"
+    )
+
+
+def case_validation() -> None:
+    from hy_eval.harness._dataset import Case
+
+    path = ROOT / "datasets" / "multi_speaker" / "en_v2.jsonl"
+    data = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines()]
+    secs = best_of(lambda: [Case.model_validate(d) for d in data], 15)
+    print(f"Case.model_validate: {secs / len(data) * 1000:.3f} ms per case ({path.name})")
+
+
+def report_parts(run_dir: Path) -> None:
+    from hy_eval.harness._plots import draw
+    from hy_eval.harness._report import _confusion, _Scan, breakdown_by, case_table, metrics_of
+
+    records = run_dir / "cases.jsonl"
+    scan = _Scan(records, None)
+    df = case_table(scan.rows, None)
+    metrics = metrics_of(df)
+    confusion = _confusion(scan.confusion)
+    rules = {r: {"case_pass": e["case_pass"]} for r, e in breakdown_by(df, "rule").items()}
+    steps: dict[str, Callable[[], Any]] = {
+        "read the records": lambda: _Scan(records, None),
+        "overall metrics": lambda: metrics_of(df),
+        "breakdowns (lang, rule, tag)": lambda: [
+            breakdown_by(df, k) for k in ("lang", "rule", "tag")
+        ],
+        "plots (3)": lambda: [
+            draw("metrics.png", metrics),
+            draw("confusion.png", confusion),
+            draw("rules.png", rules),
+        ],
+    }
+    print(f"report steps for {len(df)} cases, best of 4:")
+    for name, step in steps.items():
+        print(f"  {name:<30}{best_of(step, 4):7.3f} s")
+
+
+def thresholds() -> None:
+    from hy_eval.harness._matcher_eval import keyword_decides, read_pairs, scores
+    from hy_eval.harness._matchers import similarity
+
+    pairs = read_pairs(ROOT / "datasets" / "matcher_pairs" / "pairs.jsonl")
+    sims = [similarity(p.predicted, p.gold, p.names) for p in pairs]
+    hits = [bool(keyword_decides(p)) for p in pairs]
+    print("threshold  fuzzy (keyword hit or similarity)   similarity alone")
+    for th in (0.4, 0.5, 0.6, 0.7, 0.8):
+        with_kw = scores(pairs, [h or s >= th for h, s in zip(hits, sims, strict=True)])
+        alone = scores(pairs, [s >= th for s in sims])
+        cells = [
+            f"P {r['precision']['value']:.3f} R {r['recall']['value']:.3f}"
+            for r in (with_kw, alone)
+        ]
+        print(f"{th:9.1f}  {cells[0]:<35}{cells[1]}")
+
+
+def main() -> None:
+    what = sys.argv[1:2]
+    if what == ["redact"] and len(sys.argv) == 3:
+        redact_lines(Path(sys.argv[2]))
+    elif what == ["case-validation"]:
+        case_validation()
+    elif what == ["report-parts"] and len(sys.argv) == 3:
+        report_parts(Path(sys.argv[2]))
+    elif what == ["thresholds"]:
+        thresholds()
+    else:
+        sys.exit(__doc__)
+
+
+if __name__ == "__main__":
+    main()
