@@ -92,29 +92,38 @@ def cmd_matchers_evaluate(args: argparse.Namespace) -> int:
 
 
 def cmd_matchers_draw(args: argparse.Namespace) -> int:
-    from hy_eval.harness._pairdraw import blind_rows, draw, pair_rows, write_rows
+    from hy_eval.harness._pairdraw import blind_rows, draw, pair_rows
     from hy_eval.harness._runlog import RunFolderError, read_run
 
+    if args.limit is not None and args.limit < 1:
+        raise UserError(f"--limit {args.limit}: give a positive number of pairs")
     records: list[Any] = []
     for run_dir in args.runs:
         try:
             records.extend(read_run(run_dir).records())
         except (RunFolderError, OSError) as exc:
             raise UserError(str(exc)) from None
-    if args.limit is not None and args.limit < 1:
-        raise UserError(f"--limit {args.limit}: give a positive number of pairs")
     chosen = draw(records, args.limit, args.seed)
     if not chosen:
         raise UserError("no pairs: no case of these runs has a gold fact text and a prediction")
     rows = pair_rows(chosen)
-    write_rows(Path(args.out), rows)
+    _write(Path(args.out), rows)
     related = sum(c.related for c in chosen)
     unrelated = len(chosen) - related
     print(f"wrote {len(chosen)} pairs ({related} related, {unrelated} unrelated) to {args.out}")
     if args.blind:
-        write_rows(Path(args.blind), blind_rows(rows))
+        _write(Path(args.blind), blind_rows(rows))
         print(f"wrote the judges' copy (no keywords, no case ids) to {args.blind}")
     return ExitCode.OK
+
+
+def _write(path: Path, rows: Any) -> None:
+    from hy_eval.harness._pairdraw import write_rows
+
+    try:
+        write_rows(path, rows)
+    except OSError as exc:
+        raise UserError(f"{path}: cannot write ({exc.strerror})") from None
 
 
 def cmd_matchers_agree(args: argparse.Namespace) -> int:
@@ -123,7 +132,6 @@ def cmd_matchers_agree(args: argparse.Namespace) -> int:
         agreement,
         agreement_text,
         settled_rows,
-        write_rows,
     )
 
     try:
@@ -132,7 +140,10 @@ def cmd_matchers_agree(args: argparse.Namespace) -> int:
         raise UserError(str(exc)) from None
     print(agreement_text(result))
     if args.json:
-        Path(args.json).write_text(json.dumps(result, ensure_ascii=False, indent=1))
+        try:
+            Path(args.json).write_text(json.dumps(result, ensure_ascii=False, indent=1))
+        except OSError as exc:
+            raise UserError(f"{args.json}: cannot write ({exc.strerror})") from None
     if args.out:
         if not args.drawn:
             raise UserError("--out needs --drawn, the file 'matchers draw' wrote")
@@ -145,7 +156,7 @@ def cmd_matchers_agree(args: argparse.Namespace) -> int:
             )
         except VerdictFileError as exc:
             raise UserError(str(exc)) from None
-        write_rows(Path(args.out), rows)
+        _write(Path(args.out), rows)
         print(f"wrote {len(rows)} judged pairs to {args.out}")
     return ExitCode.OK
 
@@ -182,7 +193,11 @@ def register(sub: Any) -> None:
     p.add_argument("runs", nargs="+", metavar="RUN_DIR", help="run folders to draw from")
     p.add_argument("--out", required=True, help="JSONL of the drawn pairs (same and kind empty)")
     p.add_argument("--blind", help="also write the judges' copy: the two facts and names only")
-    p.add_argument("--limit", type=int, help="keep every related pair and fill up to N")
+    p.add_argument(
+        "--limit",
+        type=int,
+        help="at most N pairs: related ones first, unrelated ones fill the rest",
+    )
     p.add_argument("--seed", type=int, default=0, help="seed of the order and the fill (0)")
     p.set_defaults(func=cmd_matchers_draw)
 

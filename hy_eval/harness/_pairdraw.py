@@ -7,8 +7,9 @@ paired with each of the case's distinct predicted facts that is *related* to it 
 content feature of ``fuzzy``'s, or holds all the gold fact's keywords); a gold fact with no
 related prediction is paired with its closest one instead (an *unrelated* pair). Pairs of
 identical text are left out (nothing to judge), as are repeats of a pair already drawn.
-When ``limit`` is given, every related pair is kept (they are the pairs a matcher can get
-wrong either way) and unrelated pairs fill the rest, alternating between the languages, in
+When ``limit`` is given, related pairs come first (they are the pairs a matcher can get
+wrong either way; all of them when there are fewer than ``limit``) and unrelated pairs
+fill the rest, alternating between the languages, in
 a seeded random order.
 
 The file written has the pairs format with ``same`` and ``kind`` left empty (``null``)
@@ -258,8 +259,11 @@ def settled_rows(
     for line in lines:
         if not line.strip():
             continue
-        row = json.loads(line)
-        pid = row.get("pair")
+        try:
+            row = json.loads(line)
+        except ValueError:
+            raise VerdictFileError(f"{drawn}: a line is not JSON") from None
+        pid = row.get("pair") if isinstance(row, dict) else None
         if pid not in a or pid not in b:
             raise VerdictFileError(f"{drawn}: pair {pid} is not judged by both judges")
         x, y = a[pid], b[pid]
