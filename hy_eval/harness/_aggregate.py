@@ -155,3 +155,14 @@ def repeat_spread(totals: dict[int, dict[str, list[float]]]) -> dict[str, Any]:
             std = (sum((v - mean) ** 2 for v in values) / len(values)) ** 0.5
             out[m] = {"per_repeat": values, "min": min(values), "max": max(values), "std": std}
     return out
+
+
+def fmt_ratio(entry: Any) -> str:
+    """``0.614 [0.518, 0.706]``, or ``n/a``; extra keys of a CI entry are ignored."""
+    if not isinstance(entry, dict) or entry.get("value") is None:
+        return "n/a"
+    ci = entry.get("ci") or [None, None]
+    if ci[0] is None or ci[1] is None:
+        return f"{entry['value']:.3f}"
+    few = f" (n={entry.get('n')}, few cases)" if entry.get("small_n") else ""
+    return f"{entry['value']:.3f} [{ci[0]:.3f}, {ci[1]:.3f}]{few}"

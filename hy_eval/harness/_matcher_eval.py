@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from hy_eval.harness._aggregate import fmt_ratio
 from hy_eval.harness._keywords import contains_all, keyword_problem
 from hy_eval.harness._matchers import match_fuzzy
 from hy_eval.harness._stats import wilson_interval
@@ -210,8 +211,7 @@ def decide_all(
 def _cell(rate: dict[str, Any]) -> str:
     if rate["value"] is None:
         return "n/a"
-    lo, hi = rate["ci"]
-    return f"{rate['value']:.3f} [{lo:.3f}, {hi:.3f}] {rate['num']}/{rate['den']}"
+    return f"{fmt_ratio(rate)} {rate['num']}/{rate['den']}"
 
 
 def evaluation_text(result: dict[str, Any]) -> str:

@@ -100,17 +100,6 @@ def render_page(template: str, data: Any, **context: Any) -> str:
     )
 
 
-def fmt_ratio(entry: Any) -> str:
-    """``0.614 [0.518, 0.706]``, or ``n/a``; extra keys of a CI entry are ignored."""
-    if not isinstance(entry, dict) or entry.get("value") is None:
-        return "n/a"
-    ci = entry.get("ci") or [None, None]
-    if ci[0] is None or ci[1] is None:
-        return f"{entry['value']:.3f}"
-    few = f" (n={entry.get('n')}, few cases)" if entry.get("small_n") else ""
-    return f"{entry['value']:.3f} [{ci[0]:.3f}, {ci[1]:.3f}]{few}"
-
-
 def metric_row(name: str, entry: Any) -> dict[str, Any]:
     """One metric as the templates show it, read defensively (a CI entry may gain keys,
     or lack a CI)."""

@@ -20,6 +20,7 @@ from hy_eval.harness._aggregate import (
     RecordRows,
     breakdown_by,
     case_table,
+    fmt_ratio,
     metrics_of,
     repeat_summary,
 )
@@ -186,15 +187,6 @@ def write_reports(
     return summary
 
 
-def _fmt(entry: dict[str, Any]) -> str:
-    if entry["value"] is None:
-        return "n/a"
-    lo, hi = entry["ci"]
-    # Issue 17: on a handful of cases the interval is honest but wide; say why.
-    few = f" (n={entry['n']}, few cases)" if entry.get("small_n") else ""
-    return f"{entry['value']:.3f} [{lo:.3f}, {hi:.3f}]{few}"
-
-
 #: Characters Markdown could read as markup: links, HTML, code, emphasis, table cells.
 _MD_SPECIAL_RE = re.compile(r"([\\`*\[\]<>|&])")
 #: Line breaks and other control characters: a value must stay on its own table row.
@@ -254,7 +246,7 @@ def markdown_report(summary: dict[str, Any], run_dir: Path) -> str:
         "|---|---|---|",
     ]
     for name in METRICS:
-        lines.append(f"| {name} | {_fmt(m[name])} | {m[name]['n']} |")
+        lines.append(f"| {name} | {fmt_ratio(m[name])} | {m[name]['n']} |")
     for key, title in (("lang", "language"), ("rule", "rule"), ("tag", "tag")):
         lines += [
             "",
@@ -266,9 +258,10 @@ def markdown_report(summary: dict[str, Any], run_dir: Path) -> str:
         ]
         for value, entry in sorted(summary["breakdown"][key].items()):
             lines.append(
-                f"| {_md(value)} | {entry['cases']} | {_fmt(entry['case_pass'])} | "
-                f"{_fmt(entry['attribution_accuracy'])} | {_fmt(entry['owner_accuracy'])} | "
-                f"{_fmt(entry['misattribution_rate'])} |"
+                f"| {_md(value)} | {entry['cases']} | {fmt_ratio(entry['case_pass'])} | "
+                f"{fmt_ratio(entry['attribution_accuracy'])} | "
+                f"{fmt_ratio(entry['owner_accuracy'])} | "
+                f"{fmt_ratio(entry['misattribution_rate'])} |"
             )
     lines += [
         "",

@@ -8,8 +8,9 @@ import pytest
 
 from hy_eval.cli import main
 from hy_eval.harness import METRICS, cases_frame, write_reports
+from hy_eval.harness._aggregate import fmt_ratio
 from hy_eval.harness._compare_page import fact_diff
-from hy_eval.harness._pages import fmt_ratio, metric_row
+from hy_eval.harness._pages import metric_row
 from hy_eval.harness._runlog import RunFolderError
 
 from .test_report import scored_record
