@@ -224,13 +224,10 @@ def distribution(values: list[int]) -> dict[str, float]:
 
 def baseline_rates(suite_name: str) -> dict[str, float]:
     """The suite's blessed baseline values (``reports/baselines/<suite>.json``), if any."""
-    path = BASELINES_DIR / f"{suite_name}.json"
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        return run_rates(BASELINES_DIR / f"{suite_name}.json")
+    except ValueError:
         return {}
-    metrics = data.get("metrics") if isinstance(data, dict) else None
-    return {k: float(v) for k, v in (metrics or {}).items() if isinstance(v, (int, float))}
 
 
 def power_table(
