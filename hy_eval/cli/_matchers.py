@@ -131,11 +131,13 @@ def cmd_matchers_agree(args: argparse.Namespace) -> int:
         VerdictFileError,
         agreement,
         agreement_text,
+        read_verdicts,
         settled_rows,
     )
 
     try:
-        result = agreement(Path(args.first), Path(args.second))
+        first, second = read_verdicts(Path(args.first)), read_verdicts(Path(args.second))
+        result = agreement(first, second)
     except VerdictFileError as exc:
         raise UserError(str(exc)) from None
     print(agreement_text(result))
@@ -148,12 +150,8 @@ def cmd_matchers_agree(args: argparse.Namespace) -> int:
         if not args.drawn:
             raise UserError("--out needs --drawn, the file 'matchers draw' wrote")
         try:
-            rows = settled_rows(
-                Path(args.drawn),
-                Path(args.first),
-                Path(args.second),
-                Path(args.settled) if args.settled else None,
-            )
+            settled = read_verdicts(Path(args.settled)) if args.settled else {}
+            rows = settled_rows(Path(args.drawn), first, second, settled)
         except VerdictFileError as exc:
             raise UserError(str(exc)) from None
         _write(Path(args.out), rows)

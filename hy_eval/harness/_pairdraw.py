@@ -173,11 +173,15 @@ def cohen_kappa(a: Sequence[bool], b: Sequence[bool]) -> float | None:
     return (observed - expected) / (1 - expected)
 
 
+#: pair id -> one judge's verdict on it (``same``, ``kind``, ``note``).
+Verdicts = dict[str, dict[str, Any]]
+
+
 class VerdictFileError(ValueError):
     """A judge's verdict file that cannot be read, or two that do not cover the same pairs."""
 
 
-def read_verdicts(path: Path) -> dict[str, dict[str, Any]]:
+def read_verdicts(path: Path) -> Verdicts:
     """``pair id -> {same, kind, note}`` of one judge's JSONL file."""
     out: dict[str, dict[str, Any]] = {}
     try:
@@ -203,10 +207,9 @@ def read_verdicts(path: Path) -> dict[str, dict[str, Any]]:
     return out
 
 
-def agreement(first: Path, second: Path) -> dict[str, Any]:
-    """Raw agreement and Cohen's kappa of two judges on ``same`` (overall and per kind the
-    first judge gave), the pairs they differ on, and how often they gave the same kind."""
-    a, b = read_verdicts(first), read_verdicts(second)
+def agreement(a: Verdicts, b: Verdicts) -> dict[str, Any]:
+    """Raw agreement and Cohen's kappa of two judges' verdicts (``read_verdicts``) on
+    ``same``, the pairs they differ on, and how often they gave the same kind."""
     if set(a) != set(b):
         only = sorted(set(a) ^ set(b))
         raise VerdictFileError(
@@ -243,14 +246,11 @@ def agreement_text(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def settled_rows(
-    drawn: Path, first: Path, second: Path, settled: Path | None
-) -> list[dict[str, Any]]:
+def settled_rows(drawn: Path, a: Verdicts, b: Verdicts, s: Verdicts) -> list[dict[str, Any]]:
     """The judged pairs file: each drawn pair with ``same`` and ``kind`` where the two
-    judges agree, and the settling judge's where they do not (both judges' verdicts are
-    kept in ``judges``). ``VerdictFileError`` when a disagreement is left unsettled."""
-    a, b = read_verdicts(first), read_verdicts(second)
-    s = read_verdicts(settled) if settled else {}
+    judges (``a``, ``b``) agree, and the settling judge's (``s``) where they do not (both
+    judges' verdicts are kept in ``judges``). ``VerdictFileError`` when a disagreement is
+    left unsettled."""
     rows = []
     try:
         lines = drawn.read_text(encoding="utf-8").splitlines()

@@ -12,6 +12,7 @@ from hy_eval.harness._pairdraw import (
     case_candidates,
     cohen_kappa,
     draw,
+    read_verdicts,
 )
 from hy_eval.harness._runlog import CaseRecord, RunManifest, write_manifest
 
@@ -115,7 +116,7 @@ def test_agreement_lists_the_pairs_judged_differently(tmp_path):
             {"pair": "p2", "same": False, "kind": "unrelated"},
         ],
     )
-    result = agreement(a, b)
+    result = agreement(read_verdicts(a), read_verdicts(b))
     assert result["agree"] == 2 and result["differ"] == ["p3"] and result["kind_agree"] == 2
     # p_o 2/3; yes rates 2/3 and 1/3: p_e = 2/9 + 2/9 = 4/9; kappa (2/3 - 4/9) / (5/9) = 0.4
     assert result["kappa"] == pytest.approx(0.4)
@@ -125,10 +126,10 @@ def test_agreement_refuses_files_that_do_not_cover_the_same_pairs(tmp_path):
     a = _write(tmp_path / "a.jsonl", [{"pair": "p1", "same": True}])
     b = _write(tmp_path / "b.jsonl", [{"pair": "p2", "same": True}])
     with pytest.raises(VerdictFileError, match="different pairs"):
-        agreement(a, b)
+        agreement(read_verdicts(a), read_verdicts(b))
     c = _write(tmp_path / "c.jsonl", [{"pair": "p1", "same": "yes"}])
     with pytest.raises(VerdictFileError, match="true or false"):
-        agreement(a, c)
+        read_verdicts(c)
 
 
 def test_draw_and_agree_on_the_command_line(tmp_path, capsys):
