@@ -26,7 +26,7 @@ from hy_eval.harness._words import features, fold, is_negated
 #: those fail, while a paraphrase or a partial fact that keeps most content words passes
 #: (0.67-1.0). The price: paraphrases that change half the words ("took a solo trip" /
 #: "travelled alone": 0.55) are missed. tests/harness/test_matchers.py holds these pairs;
-#: the hand-judged pairs of issue 19 item 3 are to measure the choice.
+#: datasets/matcher_pairs measures the choice (docs/metrics.md, "fuzzy").
 FUZZY_THRESHOLD = 0.6
 
 
