@@ -78,7 +78,7 @@ def test_ci_has_width_at_0_and_1_and_marks_small_n():
 
 
 def test_report_rows_on_few_cases_say_so():
-    from hy_eval.harness._report import _fmt
+    from hy_eval.harness._aggregate import fmt_ratio as _fmt
 
     assert _fmt(ratio_with_ci(np.zeros(8), np.ones(8))) == "0.000 [0.000, 0.324] (n=8, few cases)"
     assert "few" not in _fmt(ratio_with_ci(np.zeros(10), np.ones(10)))
