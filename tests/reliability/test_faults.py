@@ -2,13 +2,14 @@
 one cache, concurrent writers on one store, and no API key in any artifact."""
 
 import asyncio
+import dataclasses
 import json
 import random
 import sqlite3
 import threading
 
 from hy_eval.harness import RunConfig, Runner
-from hy_eval.llm.loopback import Reply, openai_completion
+from hy_eval.llm.loopback import Reply
 
 from ..harness.scripted_suite import SuiteModel, model_args, perfect_extraction
 from ..harness.test_run import write_suite
@@ -42,7 +43,10 @@ class FlakyModel(SuiteModel):
         if fault == "reset":
             return Reply(reset=True)
         if fault == "slow":
-            return Reply(delay=0.8, body=openai_completion("{}"))
+            # A slow server still sends the right answer. On a loaded machine the client's
+            # 0.4 s read timeout can lose the race with the 0.8 s answer and take it, so the
+            # late body must be the one a fault-free run gets, or the scores would differ.
+            return dataclasses.replace(super().answer(req), delay=0.8)
         return super().answer(req)
 
 
@@ -78,7 +82,8 @@ def test_flaky_provider_run_completes_with_the_same_scores(tmp_path):
     assert all(r["status"] in ("ok", "error") for r in records)
     assert all(r["error"] for r in records if r["status"] == "error")
     saved = json.loads((run_dir / "summary.json").read_text())
-    assert saved["calls"]["retries"] >= len(flaky.injected) - saved["calls"]["errors"]
+    must_retry = [f for f in flaky.injected if f != "slow"]  # a late answer may be taken
+    assert saved["calls"]["retries"] >= len(must_retry) - saved["calls"]["errors"]
     assert saved["calls"]["retries"] > 0
     ok = [r for r in records if r["status"] == "ok"]
     print(  # the figures docs/reliability.md quotes (pytest -s shows them)
