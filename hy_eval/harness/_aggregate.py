@@ -110,23 +110,37 @@ def case_counts(df: Any) -> dict[str, dict[str, tuple[float, float]]]:
     }
 
 
-def metrics_of(df: Any) -> dict[str, Any]:
-    """Every metric of a group of cases, all from one set of bootstrap resamples."""
+def count_arrays(df: Any) -> tuple[Any, Any]:
+    """The numerators and the denominators of :func:`case_table` as two float arrays,
+    one row per case and one column per metric, in ``METRICS`` order."""
     nums = df[[f"{m}_num" for m in METRICS]].to_numpy(dtype=float)
     dens = df[[f"{m}_den" for m in METRICS]].to_numpy(dtype=float)
-    return dict(zip(METRICS, ratios_with_ci(nums, dens), strict=True))
+    return nums, dens
+
+
+def metrics_of(df: Any) -> dict[str, Any]:
+    """Every metric of a group of cases, all from one set of bootstrap resamples."""
+    return dict(zip(METRICS, ratios_with_ci(*count_arrays(df)), strict=True))
 
 
 def breakdown_by(df: Any, key: str) -> dict[str, Any]:
     """Every metric per language (``key="lang"``), rule or tag; a case counts in each of
-    its rules and tags."""
-    if key == "lang":
-        groups = df.groupby("lang")
-    else:
-        column = {"rule": "rules", "tag": "tags"}[key]
-        exploded = df.explode(column)
-        groups = exploded[exploded[column].notna()].groupby(column)
-    return {str(value): {"cases": len(part), **metrics_of(part)} for value, part in groups}
+    its rules and tags. The count columns are taken out of the table once and each group
+    is a set of row positions into them (picking columns per group cost more than the
+    bootstrap of a small group)."""
+    column = {"lang": "lang", "rule": "rules", "tag": "tags"}[key]
+    labels = df[column].reset_index(drop=True)
+    if key != "lang":
+        labels = labels.explode()
+        labels = labels[labels.notna()]
+    nums, dens = count_arrays(df)
+    positions = labels.index.to_numpy()
+    out = {}
+    for value, rows in sorted(labels.groupby(labels).indices.items()):
+        picked = positions[rows]
+        entries = ratios_with_ci(nums[picked], dens[picked])
+        out[str(value)] = {"cases": len(rows), **dict(zip(METRICS, entries, strict=True))}
+    return out
 
 
 def repeat_summary(df: Any, rows: RecordRows, pass_k: int | None) -> dict[str, Any] | None:

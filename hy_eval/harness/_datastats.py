@@ -238,10 +238,13 @@ def power_table(
 ) -> list[dict[str, Any]]:
     """Per metric of ``POWER_METRICS``: n (units), the assumed rate p and discordance, the
     MDE with n units and the MDE were each case a single unit (``mde_cases``, the bound
-    when a case's units move together)."""
+    when a case's units move together). ``n_all`` and ``mde_all``: the same with every
+    gold fact matched (what the suite can measure, whatever the assumed model's recall);
+    they differ from n and mde for attribution and owner only."""
     rows = []
     for metric in POWER_METRICS:
         n, k = units.get(metric, 0), cases.get(metric, 0)
+        n_all = n
         p = rates.get(metric, 0.5)
         if metric in ("attribution_accuracy", "owner_accuracy") and "fact_recall" in rates:
             # Only matched facts count: the baseline's recall of them.
@@ -264,6 +267,8 @@ def power_table(
                 "discordance": d,
                 "mde": mde(n),
                 "mde_cases": mde(k),
+                "n_all": n_all,
+                "mde_all": mde(n_all),
             }
         )
     return rows
@@ -411,6 +416,12 @@ def format_stats(st: SuiteStats) -> str:
             f"  {r['metric']:<28}{r['n']:>6}{r['p']:>7.3f}{r['discordance']:>7.3f}"
             f"{_pct(r['mde']):>7}{r['cases']:>7}{_pct(r['mde_cases']):>7}"
             for r in st.power
+        ]
+        out += [
+            f"  {r['metric']} with every gold fact matched (the suite's capacity at this p): "
+            f"n {r['n_all']}, MDE {_pct(r['mde_all'])}"
+            for r in st.power
+            if r["n_all"] != r["n"]
         ]
     return "\n".join(out)
 

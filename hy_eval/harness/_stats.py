@@ -87,7 +87,7 @@ def format_p(p: float, samples: int | None = None) -> str:
     return f"p = {p:.4f}"
 
 
-def _weight_chunks(n: int, samples: int, seed: int) -> Iterator[np.ndarray]:
+def _weight_chunks(n: int, samples: int, seed: int, dtype: Any = float) -> Iterator[np.ndarray]:
     """Resamples as rows of draw counts (how often each of the ``n`` cases is drawn), in
     chunks that keep memory bounded for large suites. One matrix serves every metric of a
     group: ``weights @ counts`` gives all resampled sums at once."""
@@ -100,7 +100,7 @@ def _weight_chunks(n: int, samples: int, seed: int) -> Iterator[np.ndarray]:
         idx += (np.arange(b) * n)[:, None]  # in place: one chunk-sized array less
         drawn = np.bincount(idx.ravel(), minlength=b * n)
         del idx
-        yield drawn.reshape(b, n).astype(float)
+        yield drawn.reshape(b, n).astype(dtype)
         done += b
 
 
@@ -120,13 +120,12 @@ def _one_blas_thread() -> Any:
     return _blas.limit(limits=1, user_api="blas")
 
 
-def _effective_n(value: float, boot: np.ndarray, cases: int, units: float) -> float:
+def _effective_n(value: float, var: float, cases: int, units: float) -> float:
     """The n Wilson's interval is given: as many independent units as the bootstrap
     variance implies (p(1 - p) / var), between the number of cases (facts of a case all
     alike) and the number of counted units (all independent). Where the bootstrap has no
     variance (a value of 0 or 1) nothing tells them apart, and the cases are taken: the
     cautious end."""
-    var = float(np.var(boot))
     if var <= 0 or not 0 < value < 1:
         return float(cases)
     return float(min(max(value * (1 - value) / var, cases), max(units, cases)))
@@ -155,39 +154,64 @@ def ratios_with_ci(
     empty = {"value": None, "ci": [None, None], "n": 0, "small_n": True, "num": 0, "den": 0}
     if len(dens) == 0:
         return [dict(empty) for _ in range(nums.shape[1])]
-    num_parts, den_parts = [], []
-    with _one_blas_thread():
-        for weights in _weight_chunks(len(dens), samples, seed):
-            num_parts.append(weights @ nums)
-            den_parts.append(weights @ dens)
-            del weights  # not alive while the next chunk is drawn
-    num_sums = np.concatenate(num_parts)
-    den_sums = np.concatenate(den_parts)
+    width = nums.shape[1]
+    sums = _resampled_sums(np.hstack([nums, dens]), samples, seed)
+    num_sums, den_sums = sums[:, :width], sums[:, width:]
     alpha = (1 - level) / 2
+    counted = (dens > 0).sum(axis=0)
+    # Each metric's resampled ratios as a contiguous row, so the quantiles and variances of
+    # all metrics come from one call each, computed exactly as on a single row.
+    with np.errstate(divide="ignore", invalid="ignore"):
+        boots = np.ascontiguousarray((num_sums / den_sums).T)
+    whole = np.asarray((den_sums > 0).all(axis=0), dtype=bool)
+    bounds = np.quantile(boots[whole], [alpha, 1 - alpha], axis=1) if whole.any() else None
+    spread = np.var(boots[whole], axis=1) if whole.any() else None
+    row_of = np.cumsum(whole) - 1
     out: list[dict[str, Any]] = []
-    for j in range(nums.shape[1]):
-        counted = int((dens[:, j] > 0).sum())
-        if counted == 0:
+    for j in range(width):
+        if counted[j] == 0:
             out.append(dict(empty))
             continue
-        ok = den_sums[:, j] > 0
-        boot = num_sums[ok, j] / den_sums[ok, j]
-        lo, hi = np.quantile(boot, [alpha, 1 - alpha])
-        value = float(nums[:, j].sum() / dens[:, j].sum())
+        if whole[j]:
+            assert bounds is not None and spread is not None
+            lo, hi, var = bounds[0, row_of[j]], bounds[1, row_of[j]], spread[row_of[j]]
+        else:  # some resamples drew no case with a denominator: left out
+            boot = boots[j][den_sums[:, j] > 0]
+            lo, hi = np.quantile(boot, [alpha, 1 - alpha])
+            var = np.var(boot)
+        num, den = float(nums[:, j].sum()), float(dens[:, j].sum())
+        value = num / den
         w_lo, w_hi = wilson_interval(
-            min(max(value, 0.0), 1.0), _effective_n(value, boot, counted, dens[:, j].sum()), level
+            min(max(value, 0.0), 1.0), _effective_n(value, float(var), int(counted[j]), den), level
         )
         out.append(
             {
                 "value": value,
                 "ci": [float(min(lo, w_lo)), float(max(hi, w_hi))],
-                "n": counted,
-                "small_n": counted < MIN_CASES_FOR_CI,
-                "num": float(nums[:, j].sum()),
-                "den": float(dens[:, j].sum()),
+                "n": int(counted[j]),
+                "small_n": bool(counted[j] < MIN_CASES_FOR_CI),
+                "num": num,
+                "den": den,
             }
         )
     return out
+
+
+def _resampled_sums(counts: np.ndarray, samples: int, seed: int) -> np.ndarray:
+    """``samples`` x columns: each column of ``counts`` summed over each bootstrap resample
+    of its rows, as float64. In float32 when that is exact (whole counts whose every
+    resampled sum stays below 2**24, where float32 holds every integer): the product then
+    takes half the memory traffic and about half the time, with the same sums."""
+    bound = len(counts) * float(np.abs(counts).max(initial=0.0))
+    whole = bool(np.array_equal(counts, np.round(counts)))
+    dtype = np.float32 if whole and bound < 2**24 else np.float64
+    typed = counts.astype(dtype)
+    parts = []
+    with _one_blas_thread():
+        for weights in _weight_chunks(len(counts), samples, seed, dtype):
+            parts.append(weights @ typed)
+            del weights  # not alive while the next chunk is drawn
+    return np.concatenate(parts).astype(np.float64)
 
 
 def ratio_with_ci(

@@ -149,7 +149,12 @@ def test_mde_formula():
     assert rows[0]["mde"] == pytest.approx(z * math.sqrt(0.1 / 400)) and rows[0]["p"] == 0.5
     # Attribution counts only matched facts: the baseline's recall scales n.
     rows = power_table({"attribution_accuracy": 200}, {}, {"fact_recall": 0.5})
-    assert [r["n"] for r in rows if r["metric"] == "attribution_accuracy"] == [100]
+    [row] = [r for r in rows if r["metric"] == "attribution_accuracy"]
+    assert row["n"] == 100
+    # ... and the suite's capacity counts every gold fact, at the same p (0.5 here).
+    assert row["n_all"] == 200
+    assert row["mde_all"] == pytest.approx(z * math.sqrt(0.5 / 200))
+    assert row["mde_all"] < row["mde"]
 
 
 def test_stats_command(capsys):

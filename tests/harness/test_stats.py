@@ -219,3 +219,19 @@ def test_gates_file_names_a_testable_hypothesis(tmp_path, content, message):
     path.write_text(content)
     with pytest.raises(GateConfigError, match=message.replace("(", r"\(")):
         load_gates(path)
+
+
+def test_resampled_sums_are_the_float64_sums_in_either_precision():
+    """The float32 product is taken only where it is exact: whole counts, sums < 2**24."""
+    from hy_eval.harness._stats import _resampled_sums, _weight_chunks
+
+    rng = np.random.default_rng(3)
+    small = rng.integers(0, 9, size=(300, 6)).astype(float)  # float32 path
+    fractional = small + 0.25  # not whole: float64 path
+    large = small * 2.0**20  # sums past 2**24: float64 path
+    for counts in (small, fractional, large):
+        weights = np.concatenate(list(_weight_chunks(len(counts), 500, 11)))
+        expected = weights @ counts
+        got = _resampled_sums(counts, 500, 11)
+        assert got.dtype == np.float64
+        assert np.array_equal(got, expected)
