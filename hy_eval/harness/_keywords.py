@@ -45,8 +45,14 @@ _TENS_WORDS = ("twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty
 _TENS = {w: 10 * (i + 2) for i, w in enumerate(_TENS_WORDS)}
 _SCALES = {"hundred": 100, "thousand": 1000}
 _EN_WORD = "|".join(sorted([*_UNITS, *_TENS, *_SCALES], key=len, reverse=True))
+#: A Latin letter or digit of the folded text: a number word touching one is part of
+#: another word ("someone", "tenth"). Chinese characters are word characters to ``\b``
+#: too, but a number word straight after one is a number ("提到了thirty").
+_LATIN = r"a-z0-9_\u00c0-\u024f"
 #: A run of English number words joined by spaces, hyphens or "and".
-_EN_RUN = re.compile(rf"\b(?:{_EN_WORD})(?:(?:[\s-]+|\s+and\s+)(?:{_EN_WORD}))*\b")
+_EN_RUN = re.compile(
+    rf"(?<![{_LATIN}])(?:{_EN_WORD})(?:(?:[\s-]+|\s+and\s+)(?:{_EN_WORD}))*(?![{_LATIN}])"
+)
 
 _ZH_DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4}
 _ZH_DIGITS |= {"五": 5, "六": 6, "七": 7, "八": 8, "九": 9}

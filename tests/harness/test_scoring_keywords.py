@@ -73,6 +73,22 @@ def test_every_number_from_0_to_9999_in_every_form():
 def test_number_words_inside_other_words_are_not_numbers():
     assert canonical("someone often plays tennis") == "someone often plays tennis"
     assert not matches("someone", "1")
+    for text in ("iPhone用户", "用户的tenth", "Tenda路由器", "someone的", "élevenx"):
+        assert not any(ch.isdigit() for ch in canonical(text)), text
+
+
+@pytest.mark.parametrize(
+    ("text", "keyword"),
+    [
+        ("王姐提到了eight。", "8"),
+        ("用户说过thirty", "30"),
+        ("说过one hundred fifty", "150"),
+        ("用户跑了twenty-one公里", "21"),
+    ],
+)
+def test_number_words_straight_after_chinese_are_numbers(text, keyword):
+    # A Chinese character is a word character to the regex \b; it is no Latin word.
+    assert matches(text, keyword)
 
 
 def _case(absent):
