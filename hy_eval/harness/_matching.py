@@ -2,7 +2,7 @@
 docs/metrics.md ("Matchers") describes each one.
 
 ``keyword`` is the scoring's original rule (every keyword item of the gold fact in the
-prediction, three greedy passes by subject and owner); ``fuzzy`` is
+prediction), assigned exactly: the most pairs, then the best subject and owner; ``fuzzy`` is
 ``_matchers.match_fuzzy``; ``judge`` assigns from an LLM judge's verdicts on each (gold,
 predicted) pair (``_judge.py`` asks for them). Subject and owner are scored on the
 matched pair afterwards, whatever the matcher.
@@ -70,26 +70,33 @@ def speaker_words(speakers: Speakers) -> list[str]:
 
 
 class KeywordMatcher:
-    """Three passes over the gold facts: first each takes an unused predicted fact with
-    the right subject and owner that holds all its keywords, then one with the right
-    subject, then any. So a prediction goes to the gold fact it is right for, whatever
-    the order of the gold facts."""
+    """A predicted fact matches a gold fact when it holds all the gold fact's keywords.
+    The assignment is one-to-one and exact: the most gold facts matched, then the best
+    ranks, so a prediction goes to the gold fact it is right for, whatever the order of
+    the gold facts or the predictions ("John sells his motorbike for the deposit" is left
+    to the gold fact that needs "motorbike" when another prediction can serve the gold
+    fact that needs only "deposit")."""
 
     name = "keyword"
 
     def assign(self, golds: Sequence[GoldFact], texts: Sequence[str], rank: Rank) -> list[Pick]:
-        chosen: list[int | None] = [None] * len(golds)
-        used: set[int] = set()
-        for wanted in (0, 1, 2):
-            for g, gold in enumerate(golds):
-                if chosen[g] is not None:
-                    continue
-                for i, text in enumerate(texts):
-                    if i not in used and rank(g, i) == wanted and contains_all(text, gold.keywords):
-                        chosen[g] = i
-                        used.add(i)
-                        break
-        return [Pick(c) for c in chosen]
+        hits = [[contains_all(t, g.keywords) for t in texts] for g in golds]
+        best: list[int | None] = []
+        for g, row in enumerate(hits):
+            ranked = [(rank(g, p), p) for p, hit in enumerate(row) if hit]
+            best.append(min(ranked)[1] if ranked else None)
+        if all(sum(column) <= 1 for column in zip(*hits, strict=True)):
+            # No prediction is wanted by two gold facts: each takes its best-ranked hit.
+            return [Pick(p) for p in best]
+        pair_unit = 3.0 * min(len(golds), len(texts)) + 1.0  # one more pair outweighs ranks
+        weights = [
+            [pair_unit + (2 - rank(g, p)) if hits[g][p] else 0.0 for p in range(len(texts))]
+            for g in range(len(golds))
+        ]
+        return [
+            Pick(p if p is not None and hits[g][p] else None)
+            for g, p in enumerate(max_weight_assignment(weights))
+        ]
 
 
 class FuzzyMatcher:

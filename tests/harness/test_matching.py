@@ -57,6 +57,28 @@ def test_keyword_is_the_default_and_adds_nothing_to_the_records():
     assert all("match" not in ch["detail"] for ch in default.checks if ch["check"] == "fact")
 
 
+def _deposit_case(first, second):
+    facts = {
+        "deposit": {"subject": "John", "owner": "user", "keywords": ["deposit"]},
+        "motorbike": {"subject": "John", "owner": "user", "keywords": ["motorbike", "deposit"]},
+    }
+    data = CASE.model_dump(exclude_none=True)
+    data["expect"] = {"facts": [facts[first], facts[second]]}
+    return Case.model_validate(data)
+
+
+def test_keyword_assignment_does_not_depend_on_order():
+    # The prediction holding both keywords must go to the gold fact that needs both,
+    # whichever gold fact or prediction comes first.
+    both = "John is selling his motorbike to add to the deposit."
+    one = "John is saving for a deposit on a flat."
+    for golds in (("deposit", "motorbike"), ("motorbike", "deposit")):
+        for texts in ((both, one), (one, both)):
+            score = score_case(_deposit_case(*golds), outcome(*texts))
+            assert recall(score) == (2, 2), (golds, texts)
+            assert score.counts["attribution_accuracy"] == (2, 2)
+
+
 def test_fuzzy_pairs_a_paraphrase_keyword_misses():
     out = outcome("The user is a nurse at a Berlin hospital.", "John likes tea.")
     assert recall(score_case(CASE, out)) == (0, 2)
