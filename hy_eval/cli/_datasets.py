@@ -33,8 +33,9 @@ def cmd_datasets_validate(args: argparse.Namespace) -> int:
         except DatasetError as exc:
             problems.extend(exc.problems)
         else:
-            langs = {lang: sum(c.lang == lang for c in suite.cases) for lang in ("en", "zh")}
-            print(f"{suite.name}: {len(suite.cases)} cases ok ({langs['en']} en, {langs['zh']} zh)")
+            cases = suite.cases  # each access parses every case again
+            langs = {lang: sum(c.lang == lang for c in cases) for lang in ("en", "zh")}
+            print(f"{suite.name}: {len(cases)} cases ok ({langs['en']} en, {langs['zh']} zh)")
             if not args.no_merges and suite.kind == "memory":
                 from hy_eval.harness._merges import check_suite_merges
 
