@@ -12,6 +12,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool
 
 from hy_eval.harness._keywords import KeywordItem
+from hy_eval.memory._extract import MAX_FACTS
 
 #: What an ``expect.operations`` entry may ask of an existing memory.
 EXPECTED_OPS = ("UPDATE", "DELETE", "SUPERSEDE", "NONE")
@@ -86,7 +87,13 @@ class Expect(_Strict):
 
 def check_expect_ids(expect: Expect, memory_ids: list[str]) -> None:
     """``untouched`` and ``operations`` name existing memories, never the same one twice;
-    an operation that changes a memory needs a gold fact to do it."""
+    an operation that changes a memory needs a gold fact to do it; and no more gold facts
+    than one extraction answer can hold (a perfect answer could not pass)."""
+    if len(expect.facts) > MAX_FACTS:
+        raise ValueError(
+            f"expect.facts: {len(expect.facts)} gold facts, but an extraction answer "
+            f"holds at most {MAX_FACTS}"
+        )
     missing = [u for u in expect.untouched if u not in memory_ids]
     if missing:
         raise ValueError(f"expect.untouched: unknown memory id(s) {', '.join(missing)}")

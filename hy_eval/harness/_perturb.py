@@ -265,11 +265,14 @@ def swap_perspective(case: Case, seed: int = 0) -> Result:
         b_text = " ".join(
             k for f in exp["facts"] if f["subject"] == "user" for k in members(f["keywords"])
         )
+        # A speaker's name is no L0 leak: B's own name is the profile's name, and a name
+        # in profile.absent could never fail otherwise (docs/datasets.md).
+        names = {form.casefold() for n in (user, *others) for form in case.speakers.forms_of(n)}
         absent = [
             k
             for f in a_facts
             for k in members(f["keywords"])
-            if k.casefold() not in b_text.casefold()
+            if k.casefold() not in b_text.casefold() and k.casefold() not in names
         ]
         exp["profile"] = {"name": b, "absent": list(dict.fromkeys(absent))}
     new = _validated(data)

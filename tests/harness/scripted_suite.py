@@ -12,6 +12,7 @@ import re
 from hy_eval.conversation import render_conversation
 from hy_eval.harness._scoring import contains_all
 from hy_eval.llm.loopback import LoopbackServer, Reply, openai_completion
+from hy_eval.memory._extract import MAX_FACT_CHARS
 
 from .oracle import plan_operations
 
@@ -69,6 +70,12 @@ def _perfect_text(case, fact):
     if case.lang == "en" and fact.text and contains_all(fact.text, fact.keywords):
         return fact.text
     return gold_text(case, fact.subject, fact.keywords)
+
+
+def _shown(text):
+    """What a reconcile prompt shows of a fact: a text past the schema's limit is cut
+    (with an ellipsis), so its start is what can be found there."""
+    return text if len(text) <= MAX_FACT_CHARS else text[: MAX_FACT_CHARS - 1]
 
 
 def perfect_extraction(case):
@@ -144,7 +151,7 @@ class SuiteModel:
             if (
                 isinstance(ext, dict)
                 and ext["facts"]
-                and all(f["text"] in prompt for f in ext["facts"])
+                and all(_shown(f["text"]) in prompt for f in ext["facts"])
             ):
                 return case_id
         return None

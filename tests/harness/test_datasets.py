@@ -89,6 +89,10 @@ BAD_LINES = [
     ),
     (variant(expect__untouched=["m9"]), "expect.untouched: unknown memory id(s) m9"),
     (
+        variant(expect__facts=[{"subject": "John", "owner": "user", "keywords": ["x"]}] * 9),
+        "expect.facts: 9 gold facts, but an extraction answer holds at most 8",
+    ),
+    (
         variant(existing=[{"id": "m1", "text": "a"}, {"id": "m1", "text": "b"}]),
         "existing: duplicate memory ids",
     ),
@@ -282,6 +286,11 @@ def test_shipped_multi_speaker_suite_has_the_size_and_shape_of_issue_18():
     names = Counter(c.speakers.user_name for c in suite.cases if c.speakers.user_name)
     assert max(names.values()) <= 0.05 * n, names.most_common(3)
     assert st.duplicates == []
+    # Item 6: the MDE at the baseline's rates, attribution with every gold fact matched
+    # (the suite's capacity; docs/datasets.md, "Suite statistics").
+    power = {r["metric"]: r for r in st.power}
+    assert power["attribution_accuracy"]["mde_all"] <= 0.05, power["attribution_accuracy"]
+    assert power["merge_violation_rate_raw"]["mde"] <= 0.10, power["merge_violation_rate_raw"]
 
 
 def test_filter():

@@ -71,8 +71,10 @@ def test_max_drop_at_exactly_the_allowed_drop_fails_at_most_alpha(process):
 
 
 def test_a_real_drop_is_caught_more_often_at_a_larger_alpha(process):
-    # alpha is honoured by the bootstrap-tested metrics too (it was fixed at 0.05).
-    worse = process.shifted("attribution_accuracy", 0.10)
+    # alpha is honoured by the bootstrap-tested metrics too (it was fixed at 0.05). The drop
+    # is sized for middling power on the baseline's cases (12% and 50% here): at 0.10 the
+    # 457-case suite catches it nearly always at either alpha, and nothing is compared.
+    worse = process.shifted("attribution_accuracy", 0.05)
     strict, loose = _ci_gates(0.05), _ci_gates(0.20)
 
     def both(r):
