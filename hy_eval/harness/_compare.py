@@ -28,7 +28,7 @@ from hy_eval.harness._stats import (
     BOOTSTRAP_SAMPLES,
     SEED,
     _one_blas_thread,
-    _weight_chunks,
+    _resampled_sums,
     binom_half_cdf,
     z_quantile,
 )
@@ -155,11 +155,10 @@ def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
 
 def bootstrap_differences(ps: PairedSample, samples: int, seed: int) -> np.ndarray:
     """(samples x metrics) B - A over cases resampled jointly (each case paired with itself)."""
-    parts = []
-    with _one_blas_thread():
-        for w in _weight_chunks(len(ps.ids), samples, seed):
-            parts.append(_ratio(w @ ps.b_num, w @ ps.b_den) - _ratio(w @ ps.a_num, w @ ps.a_den))
-    return np.concatenate(parts)
+    sums = _resampled_sums(np.hstack([ps.b_num, ps.b_den, ps.a_num, ps.a_den]), samples, seed)
+    b_num, b_den, a_num, a_den = np.split(sums, 4, axis=1)
+    diff: np.ndarray = _ratio(b_num, b_den) - _ratio(a_num, a_den)
+    return diff
 
 
 def permutation_differences(ps: PairedSample, samples: int, seed: int) -> np.ndarray:
