@@ -69,6 +69,20 @@ def speaker_words(speakers: Speakers) -> list[str]:
     return [form for name in names for form in speakers.forms_of(name)]
 
 
+def exact_assignment(hits: Sequence[Sequence[bool]], rank: Rank, count: int) -> list[int | None]:
+    """For each gold fact, the prediction (of ``count``) it is paired with, or None: pairs
+    only where ``hits[g][p]``, one-to-one, the most pairs and then the best ranks."""
+    pair_unit = 3.0 * min(len(hits), count) + 1.0  # one more pair outweighs any sum of ranks
+    weights = [
+        [pair_unit + (2 - rank(g, p)) if row[p] else 0.0 for p in range(count)]
+        for g, row in enumerate(hits)
+    ]
+    return [
+        p if p is not None and hits[g][p] else None
+        for g, p in enumerate(max_weight_assignment(weights))
+    ]
+
+
 class KeywordMatcher:
     """A predicted fact matches a gold fact when it holds all the gold fact's keywords.
     The assignment is one-to-one and exact: the most gold facts matched, then the best
@@ -88,15 +102,7 @@ class KeywordMatcher:
         if all(sum(column) <= 1 for column in zip(*hits, strict=True)):
             # No prediction is wanted by two gold facts: each takes its best-ranked hit.
             return [Pick(p) for p in best]
-        pair_unit = 3.0 * min(len(golds), len(texts)) + 1.0  # one more pair outweighs ranks
-        weights = [
-            [pair_unit + (2 - rank(g, p)) if hits[g][p] else 0.0 for p in range(len(texts))]
-            for g in range(len(golds))
-        ]
-        return [
-            Pick(p if p is not None and hits[g][p] else None)
-            for g, p in enumerate(max_weight_assignment(weights))
-        ]
+        return [Pick(p) for p in exact_assignment(hits, rank, len(texts))]
 
 
 class FuzzyMatcher:
@@ -136,16 +142,11 @@ class VerdictMatcher:
         self.verdicts = verdicts
 
     def assign(self, golds: Sequence[GoldFact], texts: Sequence[str], rank: Rank) -> list[Pick]:
-        n = min(len(golds), len(texts))
-        pair_unit = 3.0 * n + 1.0  # one more pair outweighs any sum of preferences
-        weights = [
-            [pair_unit + (2 - rank(g, p)) if self._same(g, p) else 0.0 for p in range(len(texts))]
-            for g in range(len(golds))
-        ]
+        same = [[self._same(g, p) for p in range(len(texts))] for g in range(len(golds))]
         picks = []
-        for g, p in enumerate(max_weight_assignment(weights)):
+        for g, p in enumerate(exact_assignment(same, rank, len(texts))):
             problems = self._problems(g, len(texts))
-            if p is None or not self._same(g, p):
+            if p is None:
                 picks.append(Pick(None, problems))
             else:
                 picks.append(Pick(p, {"reason": self.verdicts[(g, p)].reason, **problems}))
