@@ -12,7 +12,7 @@ import re
 from hy_eval.conversation import render_conversation
 from hy_eval.harness._scoring import contains_all
 from hy_eval.llm.loopback import LoopbackServer, Reply, openai_completion
-from hy_eval.memory._extract import MAX_FACT_CHARS
+from hy_eval.memory._extract import MAX_FACT_CHARS, cut_text
 
 from .oracle import plan_operations
 
@@ -70,12 +70,6 @@ def _perfect_text(case, fact):
     if case.lang == "en" and fact.text and contains_all(fact.text, fact.keywords):
         return fact.text
     return gold_text(case, fact.subject, fact.keywords)
-
-
-def _shown(text):
-    """What a reconcile prompt shows of a fact: a text past the schema's limit is cut
-    (with an ellipsis), so its start is what can be found there."""
-    return text if len(text) <= MAX_FACT_CHARS else text[: MAX_FACT_CHARS - 1]
 
 
 def perfect_extraction(case):
@@ -151,7 +145,8 @@ class SuiteModel:
             if (
                 isinstance(ext, dict)
                 and ext["facts"]
-                and all(_shown(f["text"]) in prompt for f in ext["facts"])
+                # a fact past the schema's limit is shown cut, as the answer is cut
+                and all(cut_text(f["text"], MAX_FACT_CHARS) in prompt for f in ext["facts"])
             ):
                 return case_id
         return None
