@@ -36,6 +36,10 @@ def cmd_datasets_validate(args: argparse.Namespace) -> int:
             cases = suite.cases  # each access parses every case again
             langs = {lang: sum(c.lang == lang for c in cases) for lang in ("en", "zh")}
             print(f"{suite.name}: {len(cases)} cases ok ({langs['en']} en, {langs['zh']} zh)")
+            if suite.kind == "memory":
+                from hy_eval.harness._goldcheck import check_suite_gold
+
+                problems.extend(check_suite_gold(suite))
             if not args.no_merges and suite.kind == "memory":
                 from hy_eval.harness._merges import check_suite_merges
 

@@ -13,7 +13,7 @@ from hy_eval.cli._errors import UserError
 from hy_eval.cli._model import add_model_flags, model_options
 
 #: ``hy_eval.harness._matching.MATCHERS``, spelled out so that ``--help`` imports nothing.
-MATCHER_CHOICES = ("keyword", "fuzzy", "judge")
+MATCHER_CHOICES = ("strict", "keyword", "fuzzy", "judge")
 
 
 def add_matcher_flags(p: argparse.ArgumentParser) -> None:
@@ -22,8 +22,8 @@ def add_matcher_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--matcher",
         choices=MATCHER_CHOICES,
-        default="keyword",
-        help="how predicted facts are paired with gold facts (default keyword; docs/metrics.md)",
+        default="strict",
+        help="how predicted facts are paired with gold facts (default strict; docs/metrics.md)",
     )
     g.add_argument(
         "--judge-provider", help="--matcher judge: the judge's provider (default the run's)"
@@ -84,6 +84,10 @@ def cmd_matchers_evaluate(args: argparse.Namespace) -> int:
         except (ConfigError, PromptError) as exc:
             raise UserError(f"judge: {exc}") from None
 
+    if args.split:
+        pairs = [p for p in pairs if p.split == args.split]
+        if not pairs:
+            raise UserError(f"{args.file}: no pair of split {args.split!r}")
     result = evaluate(pairs, decide_all(pairs, names, make_judge))
     print(evaluation_text(result))
     if args.json:
@@ -172,9 +176,14 @@ def register(sub: Any) -> None:
     p.add_argument("file", help="JSONL of {predicted, gold, lang, same, kind[, keywords, names]}")
     p.add_argument(
         "--matcher",
-        default="keyword,fuzzy",
-        help="comma-separated matchers to measure (default keyword,fuzzy; judge asks the "
-        "model of the model flags, one call per pair, cached)",
+        default="strict,keyword,fuzzy",
+        help="comma-separated matchers to measure (default strict,keyword,fuzzy; judge asks "
+        "the model of the model flags, one call per pair, cached)",
+    )
+    p.add_argument(
+        "--split",
+        choices=("dev", "test"),
+        help="only the pairs of this part (rules are tuned on dev; test is for reporting)",
     )
     p.add_argument(
         "--judge-variant", default="default", help="prompt variant of the judge's templates"

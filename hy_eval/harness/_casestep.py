@@ -60,7 +60,7 @@ async def run_case(
     repeat: int = 0,
     temperature: float = 0.0,
     store: MemoryStore | None = None,
-    matcher: str = "keyword",
+    matcher: str = "strict",
     judge: Judge | None = None,
 ) -> CaseRecord:
     """One case through an empty in-memory store (``store``, or a new one): seed history

@@ -151,8 +151,46 @@ def chinese_number(run: str) -> int:
     return value + (_chinese_section(low) if low else 0)
 
 
+#: 千 before these is the metric prefix kilo- (千米 km, 千克 kg, 千卡 kcal, 千瓦 kW), not a
+#: thousand: 3千米 is 3 km, not 3,000 米.
+_KILO_UNITS = "米克卡瓦焦"
+#: Two neighbouring digits with no place word are a spoken range, not a number:
+#: 三四次 is "three or four times", 两三天 "two or three days".
+_ZH_RANGE = {
+    a + b: f"{_ZH_DIGITS[a]}-{_ZH_DIGITS[b]}"
+    for a in "一二两三四五六七八"
+    for b in "二三四五六七八九"
+    if _ZH_DIGITS[b] == _ZH_DIGITS[a] + 1 and a + b != "一二"
+}
+#: Arabic digits with a Chinese multiplier: 1万, 1.5万, 3千, 2亿, and 1万5 (15,000).
+_DIGITS_TIMES = re.compile(
+    rf"(?<![\d.])(\d+(?:\.\d+)?)(万|亿|千(?![{_KILO_UNITS}])|百)(\d(?!\d))?"
+)
+_MULTIPLIER = {"百": 100, "千": 1000, "万": 10_000, "亿": 100_000_000}
+
+
+def _digits_times(m: re.Match[str]) -> str:
+    number, unit, tail = m.group(1), m.group(2), m.group(3)
+    value = float(number) * _MULTIPLIER[unit]
+    if tail:  # 1万5: the digit after the multiplier is the next place down
+        value += int(tail) * _MULTIPLIER[unit] // 10
+    return str(int(value)) if value == int(value) else str(value)
+
+
+def _zh_run(m: re.Match[str]) -> str:
+    run = m.group(0)
+    after = m.string[m.end() : m.end() + 1]
+    if run in _ZH_RANGE:
+        return _ZH_RANGE[run]
+    if run.endswith("千") and after and after in _KILO_UNITS:
+        # 三千米 is 3 km, read as 3千米; 千米 alone stays a unit.
+        return (str(chinese_number(run[:-1])) if len(run) > 1 else "") + "千"
+    return str(chinese_number(run))
+
+
 def _chinese_to_digits(text: str) -> str:
-    return _ZH_RUN.sub(lambda m: str(chinese_number(m.group(0))), text)
+    # Digits with a multiplier first, so that the multiplier is not read on its own.
+    return _ZH_RUN.sub(_zh_run, _DIGITS_TIMES.sub(_digits_times, text))
 
 
 @lru_cache(maxsize=65536)
@@ -227,8 +265,6 @@ def keyword_problem(item: object) -> str | None:
             return "keywords must not be blank"
         if k.startswith("=") and not k[1:].strip():
             return "'=' must be followed by a word (=Go matches Go as a whole word)"
-        if k.startswith("=") and any(is_cjk(ch) for ch in k):
-            return f"{k!r}: whole-word keywords are for Latin text"
     return None
 
 

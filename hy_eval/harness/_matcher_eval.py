@@ -22,6 +22,7 @@ from hy_eval.harness._aggregate import fmt_ratio
 from hy_eval.harness._keywords import contains_all, keyword_problem
 from hy_eval.harness._matchers import match_fuzzy
 from hy_eval.harness._stats import wilson_interval
+from hy_eval.harness._strict import decide
 
 if TYPE_CHECKING:
     from hy_eval.harness._judge import Judge
@@ -46,6 +47,8 @@ class JudgedPair:
     keywords: list[Any] | None = None
     #: Speakers' names, which ``fuzzy`` ignores (the subject is scored apart).
     names: list[str] = field(default_factory=list)
+    #: ``dev`` (rules and thresholds may be tuned on it) or ``test`` (never), or None.
+    split: str | None = None
 
 
 def _pair_problem(row: Any) -> str | None:
@@ -69,6 +72,8 @@ def _pair_problem(row: Any) -> str | None:
     names = row.get("names", [])
     if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
         return '"names" must be a list of strings'
+    if row.get("split") not in (None, "dev", "test"):
+        return '"split" must be "dev" or "test"'
     return None
 
 
@@ -101,6 +106,7 @@ def read_pairs(path: str | Path) -> list[JudgedPair]:
                 row["kind"].strip(),
                 row.get("keywords"),
                 list(row.get("names", [])),
+                row.get("split"),
             )
         )
     if problems:
@@ -113,6 +119,11 @@ def read_pairs(path: str | Path) -> list[JudgedPair]:
 def keyword_decides(pair: JudgedPair) -> bool | None:
     """``keyword``: the prediction holds every keyword item (``None``: no keywords)."""
     return None if pair.keywords is None else contains_all(pair.predicted, pair.keywords)
+
+
+def strict_decides(pair: JudgedPair) -> bool:
+    """``strict`` on the pair alone: keywords as words, content agreement, cues."""
+    return decide(pair.gold, pair.keywords or [], pair.predicted, pair.names).accepted
 
 
 def fuzzy_decides(pair: JudgedPair) -> bool:
@@ -197,7 +208,9 @@ def decide_all(
     """Each named matcher's decisions; ``judge`` makes the judge when it is asked for."""
     out: dict[str, list[bool | None]] = {}
     for name in names:
-        if name == "keyword":
+        if name == "strict":
+            out[name] = [strict_decides(p) for p in pairs]
+        elif name == "keyword":
             out[name] = [keyword_decides(p) for p in pairs]
         elif name == "fuzzy":
             out[name] = [fuzzy_decides(p) for p in pairs]

@@ -24,8 +24,8 @@ from hy_eval.harness._keywords import contains_all, first_forms
 from hy_eval.harness._matchers import match_fuzzy, max_weight_assignment
 from hy_eval.memory import Speakers
 
-MATCHERS = ("keyword", "fuzzy", "judge")
-DEFAULT_MATCHER = "keyword"
+MATCHERS = ("strict", "keyword", "fuzzy", "judge")
+DEFAULT_MATCHER = "strict"
 
 #: ``rank(g, p)``: 0 right subject and owner, 1 right subject, 2 neither.
 Rank = Callable[[int, int], int]
@@ -167,7 +167,11 @@ class VerdictMatcher:
 
 
 def static_matcher(name: str, speakers: Speakers) -> Matcher:
-    """The matcher ``name`` when it needs no model (``keyword``, ``fuzzy``)."""
+    """The matcher ``name`` when it needs no model (``strict``, ``keyword``, ``fuzzy``)."""
+    if name == "strict":
+        from hy_eval.harness._strict import StrictMatcher  # it builds on this module
+
+        return StrictMatcher(speakers)
     if name == "keyword":
         return KeywordMatcher()
     if name == "fuzzy":

@@ -95,7 +95,7 @@ class RunConfig:
     perturb_seed: int = 0
     #: How predicted facts are paired with gold facts: keyword, fuzzy or judge
     #: (``_matching.py``, docs/metrics.md "Matchers").
-    matcher: str = "keyword"
+    matcher: str = "strict"
     #: The judge's model, when ``matcher`` is judge (``None``: the pipeline's).
     judge_provider: str | None = None
     judge_model: str | None = None

@@ -1,0 +1,298 @@
+"""The ``strict`` matcher, the default: a prediction must earn its gold fact
+(docs/metrics.md, "Matchers", gives the rule with its measured precision and recall).
+
+A predicted fact states a gold fact when all of these hold:
+
+1. **Keywords, as words.** Every keyword item of the gold fact occurs in the prediction
+   as a word, not inside another one (``bounded``): a Latin keyword starts a word and
+   may end in an inflection (run, runs, running), a Chinese one starts and ends where
+   the segmenter (``_segment``) puts a word boundary, so 租 is not found in 合租 nor 素
+   in 维生素. A one-character Chinese keyword must be a whole word; a keyword marked
+   ``=`` must be a whole word in either script. Numbers are read as ``_keywords.canonical``
+   reads them, and a number never matches inside a longer one.
+2. **Content agreement.** The share of the gold text's content words that the
+   prediction's best sentence holds (``agreement``) is at least ``AGREEMENT_THRESHOLD``.
+   Names and 用户/助手/user/assistant are no content: the subject is scored apart. When
+   the two are in different languages the words cannot be compared, and the keywords
+   (an any-of group may hold both languages' forms) and the cues decide alone.
+3. **Cues agree** (``_cues``): the prediction is not a question or a request, it
+   negates what the gold negates, it does not make a plan of a done thing or the reverse,
+   and where both name numbers, at least one of the gold's is among the prediction's.
+
+Among the pairs that pass, the assignment is one-to-one: the most gold facts matched,
+then the highest total agreement, and only then the best subject and owner, so a loose
+match can never buy a right subject.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+from hy_eval.conversation._render import is_cjk
+from hy_eval.harness._cues import Cues, conflict, cue_words, read_cues
+from hy_eval.harness._expect import GoldFact
+from hy_eval.harness._keywords import Keyword, canonical, fold
+from hy_eval.harness._matchers import max_weight_assignment
+from hy_eval.harness._matching import Pick, Rank, speaker_words
+from hy_eval.harness._segment import inside_a_word, is_word, segments, words
+from hy_eval.harness._words import STOP_WORDS, latin_words, word_form
+from hy_eval.memory import Speakers
+
+#: The share of the gold text's content words the prediction must hold. Chosen on the
+#: dev part of datasets/matcher_pairs (docs/metrics.md has the curve).
+AGREEMENT_THRESHOLD = 0.5
+
+#: What may follow a Latin keyword inside the same word: English inflections.
+_SUFFIXES = frozenset(
+    "s es e ed d ing er ers r rs y ies ied ier iest ly 's ’s".split()
+)
+_DOUBLED_SUFFIXES = frozenset("ing ed er ers".split())  # run -> running, plan -> planned
+_LATIN_LETTER = re.compile(r"[a-z\u00c0-\u024f]")
+_SENTENCE_END = re.compile(r"(?<=[。！？!?；;\n])|(?<=[.])\s+")
+#: Chinese words of no content: function words, and the subject placeholders.
+_ZH_STOP = frozenset(
+    """的 了 是 在 也 和 与 及 就 都 而 呢 吗 吧 啊 着 过 被 把 很 还 又 给 跟 对 让 从 到 这 那 个
+    一个 有 他 她 它 他们 她们 我 你 用户 助手 自己 会 说 提到 表示 目前 现在""".split()
+)
+_NUMBER = re.compile(r"\d+(?:\.\d+)?(?:-\d+)?")
+
+
+def _is_latin(ch: str) -> bool:
+    return bool(_LATIN_LETTER.match(ch))
+
+
+def _start_ok(text: str, start: int, kw: str) -> bool:
+    """A Latin keyword starts a word; a number does not continue one."""
+    if start == 0:
+        return True
+    first, before = kw[0], text[start - 1]
+    if _is_latin(first):
+        return not _is_latin(before)
+    if first.isdigit():
+        return not (before.isdigit() or before == ".")
+    return True
+
+
+def _end_ok(text: str, end: int, kw: str, exact: bool) -> bool:
+    """A Latin keyword ends its word or goes on with an inflection; a number is not
+    followed by more digits."""
+    if end == len(text):
+        return True
+    last, after = kw[-1], text[end]
+    if _is_latin(last):
+        rest = re.match(r"[a-z\u00c0-\u024f]*", text[end:])
+        tail = rest.group(0) if rest else ""
+        if not tail:
+            return True
+        if exact:
+            return False
+        doubled = tail[0] == last and tail[1:] in _DOUBLED_SUFFIXES
+        return tail in _SUFFIXES or doubled
+    if last.isdigit():
+        return not (after.isdigit() or (after == "." and text[end + 1 : end + 2].isdigit()))
+    return True
+
+
+def _found(text: str, kw: str, names: tuple[str, ...], exact: bool) -> bool:
+    """``kw`` occurs in ``text`` with the bounds of rule 1 at one of its occurrences."""
+    has_cjk = any(map(is_cjk, kw))
+    whole = has_cjk and (exact or len(kw) == 1)
+    at = text.find(kw)
+    while at >= 0:
+        end = at + len(kw)
+        span = (at, end)
+        ok = _start_ok(text, at, kw) and _end_ok(text, end, kw, exact)
+        if ok and has_cjk:
+            ok = is_word(text, span, names) if whole else not inside_a_word(text, span, names)
+        if ok:
+            return True
+        at = text.find(kw, at + 1)
+    return False
+
+
+@lru_cache(maxsize=65536)
+def bounded(text: str, keyword: str, names: tuple[str, ...] = ()) -> bool:
+    """Whether ``keyword`` occurs in ``text`` as a word (module docstring, rule 1). It
+    is looked for in the text as written (folded), and, when it holds a number, also as
+    numbers are read (``canonical``: 八年 finds 8年, ninety finds 90)."""
+    exact = keyword.startswith("=") and len(keyword) > 1
+    raw = keyword[1:] if exact else keyword
+    kw = fold(raw)
+    if not kw:
+        return False
+    if _found(fold(text), kw, names, exact):
+        return True
+    wanted = canonical(raw)
+    if wanted != kw or any(ch.isdigit() for ch in wanted):
+        return bool(wanted) and _found(canonical(text), wanted, names, exact)
+    return False
+
+
+def bounded_item(text: str, item: Keyword, names: tuple[str, ...]) -> bool:
+    members = [item] if isinstance(item, str) else item
+    return any(bounded(text, k, names) for k in members)
+
+
+def bounded_all(text: str, items: Sequence[Keyword], names: tuple[str, ...]) -> bool:
+    return all(bounded_item(text, k, names) for k in items)
+
+
+def script_of(text: str) -> str:
+    """``zh`` when Chinese characters carry the text, else ``en``."""
+    han = sum(1 for ch in text if is_cjk(ch))
+    latin = sum(1 for ch in text if ch.isascii() and ch.isalpha())
+    return "zh" if han and 2 * han >= latin else "en"
+
+
+def sentences(text: str) -> list[str]:
+    """The sentences of a prediction (a model may glue several facts into one)."""
+    parts = [p.strip() for p in _SENTENCE_END.split(text)]
+    return [p for p in parts if p] or [text]
+
+
+def _latin_stem(word: str) -> str:
+    """A crude stem both sides get alike: ``word_form``, then -ing and -ed off, and a
+    doubled last consonant undone (planning, planned -> plan)."""
+    w = word_form(word)
+    for suffix in ("ing", "ed"):
+        if len(w) > len(suffix) + 3 and w.endswith(suffix):
+            w = w[: -len(suffix)]
+            if len(w) > 3 and w[-1] == w[-2] and w[-1] not in "aeiouls":
+                w = w[:-1]
+            break
+    return w
+
+
+_CUE_WORDS = cue_words() | {_latin_stem(w) for w in cue_words() if w.isascii()}
+_CLAUSE_END = re.compile(r"(?<=[，,、：:；;。.!！?？])")
+
+
+@lru_cache(maxsize=65536)
+def content(text: str, names: tuple[str, ...], search: bool) -> frozenset[str]:
+    """The content words of ``text``: Latin words stemmed, Chinese words from the
+    segmenter (with the dictionary words inside them when ``search``), numbers as read;
+    names, stop words and the subject placeholders left out."""
+    t = fold(text)
+    skip = {fold(n) for n in names} | {_latin_stem(w) for n in names for w in latin_words(n)}
+    skip |= _CUE_WORDS
+    out: set[str] = set()
+    for w in latin_words(t):
+        stem = _latin_stem(w)
+        if w not in STOP_WORDS and stem not in STOP_WORDS and stem not in skip:
+            out.add(stem)
+    word_spans, search_spans = segments(t, names)
+    for a, b in search_spans if search else word_spans:
+        w = t[a:b]
+        if any(is_cjk(ch) for ch in w) and w not in _ZH_STOP and w not in skip:
+            out.add(w)
+    out.update(_NUMBER.findall(canonical(text)))
+    return frozenset(out)
+
+
+def numbers(text: str) -> frozenset[str]:
+    return frozenset(_NUMBER.findall(canonical(text)))
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The strict rule on one (gold, predicted) pair."""
+
+    accepted: bool
+    agreement: float
+    why: str
+
+
+def decide(
+    gold_text: str,
+    keywords: Sequence[Keyword],
+    predicted: str,
+    names: Iterable[str] = (),
+    threshold: float = AGREEMENT_THRESHOLD,
+) -> Decision:
+    """Whether ``predicted`` states the gold fact (module docstring, rules 1 to 3)."""
+    names_t = tuple(sorted(set(names)))
+    if keywords and not bounded_all(predicted, keywords, names_t):
+        return Decision(False, 0.0, "a keyword is missing")
+    gold_cues = _sentence_cues(gold_text, keywords, names_t)
+    best: tuple[float, str] | None = None
+    cross = script_of(gold_text) != script_of(predicted)
+    gold_words = content(gold_text, names_t, False)
+    for sentence in sentences(predicted):
+        if keywords and not bounded_all(sentence, keywords, names_t) and len(sentences(predicted)) > 1:
+            continue
+        if cross:
+            score = 1.0
+        else:
+            held = content(sentence, names_t, True)
+            score = round(len(gold_words & held) / len(gold_words), 6) if gold_words else 1.0
+        if best is None or score > best[0]:
+            best = (score, sentence)
+    if best is None:  # the keywords occur only across sentences
+        best = (0.0, predicted)
+    score, sentence = best
+    if score < threshold:
+        return Decision(False, score, f"content agreement {score:.2f} < {threshold}")
+    problem = conflict(gold_cues, _sentence_cues(sentence, keywords, names_t))
+    if problem is None:
+        g_num, p_num = numbers(gold_text), numbers(sentence)
+        if g_num and p_num and not g_num & p_num:
+            problem = "another number"
+    if problem:
+        return Decision(False, score, problem)
+    return Decision(True, score, "cross-language: keywords and cues" if cross else "agrees")
+
+
+def _sentence_cues(sentence: str, keywords: Sequence[Keyword], names: tuple[str, ...]) -> Cues:
+    """The cues of a predicted sentence: plan and done from all of it, negation and
+    question from its clauses that hold a keyword ("我在望京上班，跟你不顺路" negates the
+    way home, not the work place)."""
+    whole = _cues_of(sentence, names)
+    parts = [c for c in _CLAUSE_END.split(sentence) if c.strip()]
+    held = [c for c in parts if any(bounded_item(c, k, names) for k in keywords)]
+    if not held or len(held) == len(parts):
+        return whole
+    local = _cues_of("".join(held), names)
+    return Cues(negated=local.negated, plan=whole.plan, done=whole.done, question=local.question)
+
+
+def _cues_of(sentence: str, names: tuple[str, ...]) -> Cues:
+    t = fold(sentence)
+    return read_cues(t, words(t, names))
+
+
+class StrictMatcher:
+    """The default matcher (module docstring)."""
+
+    name = "strict"
+
+    def __init__(self, speakers: Speakers, threshold: float = AGREEMENT_THRESHOLD) -> None:
+        self.names = tuple(sorted(set(speaker_words(speakers))))
+        self.threshold = threshold
+
+    def assign(self, golds: Sequence[GoldFact], texts: Sequence[str], rank: Rank) -> list[Pick]:
+        decisions = [
+            [decide(g.text or "", g.keywords, t, self.names, self.threshold) for t in texts]
+            for g in golds
+        ]
+        count = min(len(golds), len(texts))
+        # One more pair outweighs any sum of agreements (each at most 1); the rank bonus,
+        # all of it together below 1e-4, only breaks ties of agreement.
+        pair_unit = float(count + 1)
+        rank_unit = 1e-4 / (2.0 * (count + 1))
+        weights = [
+            [
+                pair_unit + d.agreement + (2 - rank(g, p)) * rank_unit if d.accepted else 0.0
+                for p, d in enumerate(row)
+            ]
+            for g, row in enumerate(decisions)
+        ]
+        picks = []
+        for g, p in enumerate(max_weight_assignment(weights)):
+            if p is None or not decisions[g][p].accepted:
+                picks.append(Pick(None))
+            else:
+                picks.append(Pick(p, {"agreement": round(decisions[g][p].agreement, 3)}))
+        return picks
