@@ -87,9 +87,10 @@ class Cues:
         return "plan" if self.plan else "done"
 
 
-def read_cues(sentence: str, zh_words: Sequence[str]) -> Cues:
-    """The cues of one sentence; ``zh_words`` are its words from the segmenter (the
-    Latin words are read here)."""
+def read_cues(sentence: str, zh_words: Sequence[str], whole: bool = True) -> Cues:
+    """The cues of one sentence, or of clauses cut from one (``whole`` False: then a
+    clause starting with "is" or "can" is no question); ``zh_words`` are its words from
+    the segmenter (the Latin words are read here)."""
     latin = latin_words(sentence)
     lowered = " ".join(sentence.casefold().split())
     zh = set(zh_words)
@@ -104,9 +105,8 @@ def read_cues(sentence: str, zh_words: Sequence[str]) -> Cues:
     done = bool(zh & _ZH_DONE) or any(w in _EN_DONE_WORDS for w in latin)
     done = done or bool(_EN_DONE_PHRASES.search(lowered))
     stripped = lowered.rstrip(" .。!！~～…")
-    question = stripped.endswith(("?", "？")) or bool(
-        _EN_QUESTION_START.match(lowered) or _EN_ASKED.search(lowered)
-    )
+    question = stripped.endswith(("?", "？")) or bool(_EN_ASKED.search(lowered))
+    question = question or (whole and bool(_EN_QUESTION_START.match(lowered)))
     question = question or bool(zh & _ZH_QUESTION_WORDS)
     question = question or sentence.lstrip().startswith(_ZH_REQUEST_START)
     return Cues(negated=negated, plan=plan, done=done, question=question)

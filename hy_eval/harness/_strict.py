@@ -192,8 +192,40 @@ def content(text: str, names: tuple[str, ...], search: bool) -> frozenset[str]:
     return frozenset(out)
 
 
+_ORDINALS = {
+    w: str(i)
+    for i, w in enumerate(
+        "eleventh twelfth thirteenth fourteenth fifteenth sixteenth seventeenth eighteenth "
+        "nineteenth twentieth".split(),
+        11,
+    )
+}
+_UNIT_ORDINALS = "first second third fourth fifth sixth seventh eighth ninth".split()
+_TENS_ORDINAL = re.compile(rf"\b(twenty|thirty)[\s-]({'|'.join(_UNIT_ORDINALS)})\b")
+_CLOCK = re.compile(r"\b(\d{1,2})(?::(\d\d))?\s*(am|pm)\b")
+
+
+def _read_ordinals_and_clock(text: str) -> str:
+    """Dates and times as numbers: twenty-first is 21, 8pm is 20 (as 20:00 is)."""
+    t = _TENS_ORDINAL.sub(
+        lambda m: str((20 if m.group(1) == "twenty" else 30) + _UNIT_ORDINALS.index(m.group(2)) + 1),
+        fold(text),
+    )
+    t = re.sub(r"\b(" + "|".join(_ORDINALS) + r")\b", lambda m: _ORDINALS[m.group(1)], t)
+    t = re.sub(r"\b(\d+)(?:st|nd|rd|th)\b", r"\1", t)
+
+    def clock(m: re.Match[str]) -> str:
+        hour = int(m.group(1)) % 12 + (12 if m.group(3) == "pm" else 0)
+        return f"{hour}:{m.group(2) or '00'}"
+
+    return _CLOCK.sub(clock, t)
+
+
 def numbers(text: str) -> frozenset[str]:
-    return frozenset(_NUMBER.findall(canonical(text)))
+    """The numbers a sentence names, as read (``canonical``, ordinals, clock times);
+    a time's minutes ``:00`` are dropped, so 20:00 and 8pm are both 20."""
+    t = canonical(_read_ordinals_and_clock(text)).replace(":00", "")
+    return frozenset(_NUMBER.findall(t))
 
 
 @dataclass(frozen=True)
@@ -254,13 +286,13 @@ def _sentence_cues(sentence: str, keywords: Sequence[Keyword], names: tuple[str,
     held = [c for c in parts if any(bounded_item(c, k, names) for k in keywords)]
     if not held or len(held) == len(parts):
         return whole
-    local = _cues_of("".join(held), names)
+    local = _cues_of("".join(held), names, whole=False)
     return Cues(negated=local.negated, plan=whole.plan, done=whole.done, question=local.question)
 
 
-def _cues_of(sentence: str, names: tuple[str, ...]) -> Cues:
+def _cues_of(sentence: str, names: tuple[str, ...], whole: bool = True) -> Cues:
     t = fold(sentence)
-    return read_cues(t, words(t, names))
+    return read_cues(t, words(t, names), whole)
 
 
 class StrictMatcher:
