@@ -43,6 +43,3 @@ def check_suite_gold(suite: Suite) -> list[str]:
             for problem in fact_problems(fact, case.speakers):
                 out.append(f"{ref.file}:{ref.line}: {case.id}: expect.facts.{i}.{problem}")
     return out
-
-
-

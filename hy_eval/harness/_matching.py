@@ -190,12 +190,18 @@ def unusable_in(score: Mapping[str, Any]) -> int:
 
 
 def matcher_info(manifest: Mapping[str, Any], unusable: int) -> dict[str, Any]:
-    """The summary's ``matcher`` (its name) and, for ``judge``, ``judge``: the judge's
-    model and prompt variant and the unusable answers. A run from before matchers were
-    selectable used ``keyword``."""
+    """The summary's ``matcher`` (its name), ``matcher_quality`` (its precision and recall
+    on the benchmark's test part, when measured) and, for ``judge``, ``judge``: the
+    judge's model and prompt variant and the unusable answers. A run from before matchers
+    were selectable used ``keyword``."""
+    from hy_eval.harness._matcherquality import quality_of  # reads the datasets folder
+
     params = manifest.get("params") or {}
-    name = params.get("matcher") or DEFAULT_MATCHER
+    name = params.get("matcher") or "keyword"  # a run from before the matcher was named
     out: dict[str, Any] = {"matcher": name}
+    quality = quality_of(name)
+    if quality is not None:
+        out["matcher_quality"] = quality
     if name == "judge":
         provider = params.get("judge_provider") or manifest.get("provider")
         same = provider == manifest.get("provider")
@@ -217,9 +223,11 @@ def matcher_of(meta: Mapping[str, Any]) -> str:
 
 def matcher_text(matchers: Mapping[str, str] | None) -> str:
     """The line of a comparison saying which matcher made each run's fact metrics."""
+    from hy_eval.harness._matcherquality import quality_of, quality_text
+
     a, b = (matchers or {}).get("a", "keyword"), (matchers or {}).get("b", "keyword")
     if a == b:
-        return f"facts matched by the {a} matcher in both runs"
+        return f"facts matched by the {a} matcher in both runs ({quality_text(a, quality_of(a))})"
     return (
         f"MIXED MATCHERS: A's facts matched by {a}, B's by {b}: differences in the fact "
         "metrics are partly the matcher's"

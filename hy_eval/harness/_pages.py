@@ -17,6 +17,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from hy_eval.harness._matcherquality import quality_text
 from hy_eval.harness._runlog import CaseRecord
 from hy_eval.harness._scoring import ACCURACY_METRICS, METRICS
 
@@ -197,4 +198,7 @@ def report_page(
         confusion=summary.get("confusion", {}),
         plots=[(name, base64.b64encode(data).decode()) for name, data in plots.items()],
         truncation=truncation,
+        matcher_quality=quality_text(
+            str(summary.get("matcher") or "keyword"), summary.get("matcher_quality")
+        ),
     )

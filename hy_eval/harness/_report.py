@@ -24,6 +24,7 @@ from hy_eval.harness._aggregate import (
     metrics_of,
     repeat_summary,
 )
+from hy_eval.harness._matcherquality import quality_text
 from hy_eval.harness._matching import matcher_info, unusable_in
 from hy_eval.harness._pages import case_entry, report_page
 from hy_eval.harness._plots import draw
@@ -218,7 +219,12 @@ def matcher_line(summary: dict[str, Any]) -> str:
             f"variant {_md_code(judge['variant'])}; {judge['unusable']} unusable judge "
             "answers, counted as no match)"
         )
-    return line + "."
+    return (
+        line
+        + ". How far it can be trusted: "
+        + _md(quality_text(name, summary.get("matcher_quality")))
+        + "."
+    )
 
 
 def markdown_report(summary: dict[str, Any], run_dir: Path) -> str:

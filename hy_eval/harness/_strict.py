@@ -38,7 +38,7 @@ from hy_eval.harness._keywords import Keyword, canonical, fold
 from hy_eval.harness._matchers import max_weight_assignment
 from hy_eval.harness._matching import Pick, Rank, speaker_words
 from hy_eval.harness._segment import inside_a_word, is_word, segments, words
-from hy_eval.harness._words import STOP_WORDS, latin_words, word_form
+from hy_eval.harness._words import STOP_WORDS, _ordered, latin_words, word_form, word_set
 from hy_eval.memory import Speakers
 
 #: The share of the gold text's content words the prediction must hold. Chosen on the
@@ -46,16 +46,14 @@ from hy_eval.memory import Speakers
 AGREEMENT_THRESHOLD = 0.5
 
 #: What may follow a Latin keyword inside the same word: English inflections.
-_SUFFIXES = frozenset(
-    "s es e ed d ing er ers r rs y ies ied ier iest ly 's ’s".split()
-)
-_DOUBLED_SUFFIXES = frozenset("ing ed er ers".split())  # run -> running, plan -> planned
+_SUFFIXES = word_set("s es e ed d ing er ers r rs y ies ied ier iest ly 's ’s")
+_DOUBLED_SUFFIXES = word_set("ing ed er ers")  # run -> running, plan -> planned
 _LATIN_LETTER = re.compile(r"[a-z\u00c0-\u024f]")
 _SENTENCE_END = re.compile(r"(?<=[。！？!?；;\n])|(?<=[.])\s+")
 #: Chinese words of no content: function words, and the subject placeholders.
-_ZH_STOP = frozenset(
+_ZH_STOP = word_set(
     """的 了 是 在 也 和 与 及 就 都 而 呢 吗 吧 啊 着 过 被 把 很 还 又 给 跟 对 让 从 到 这 那 个
-    一个 有 他 她 它 他们 她们 我 你 用户 助手 自己 会 说 提到 表示 目前 现在""".split()
+    一个 有 他 她 它 他们 她们 我 你 用户 助手 自己 会 说 提到 表示 目前 现在"""
 )
 _NUMBER = re.compile(r"\d+(?:\.\d+)?(?:-\d+)?")
 
@@ -195,22 +193,26 @@ def content(text: str, names: tuple[str, ...], search: bool) -> frozenset[str]:
 _ORDINALS = {
     w: str(i)
     for i, w in enumerate(
-        "eleventh twelfth thirteenth fourteenth fifteenth sixteenth seventeenth eighteenth "
-        "nineteenth twentieth".split(),
+        _ordered(
+            "eleventh twelfth thirteenth fourteenth fifteenth sixteenth seventeenth "
+            "eighteenth nineteenth twentieth"
+        ),
         11,
     )
 }
-_UNIT_ORDINALS = "first second third fourth fifth sixth seventh eighth ninth".split()
+_UNIT_ORDINALS = _ordered("first second third fourth fifth sixth seventh eighth ninth")
 _TENS_ORDINAL = re.compile(rf"\b(twenty|thirty)[\s-]({'|'.join(_UNIT_ORDINALS)})\b")
 _CLOCK = re.compile(r"\b(\d{1,2})(?::(\d\d))?\s*(am|pm)\b")
 
 
 def _read_ordinals_and_clock(text: str) -> str:
     """Dates and times as numbers: twenty-first is 21, 8pm is 20 (as 20:00 is)."""
-    t = _TENS_ORDINAL.sub(
-        lambda m: str((20 if m.group(1) == "twenty" else 30) + _UNIT_ORDINALS.index(m.group(2)) + 1),
-        fold(text),
-    )
+
+    def tens(m: re.Match[str]) -> str:
+        base = 20 if m.group(1) == "twenty" else 30
+        return str(base + _UNIT_ORDINALS.index(m.group(2)) + 1)
+
+    t = _TENS_ORDINAL.sub(tens, fold(text))
     t = re.sub(r"\b(" + "|".join(_ORDINALS) + r")\b", lambda m: _ORDINALS[m.group(1)], t)
     t = re.sub(r"\b(\d+)(?:st|nd|rd|th)\b", r"\1", t)
 
@@ -252,9 +254,10 @@ def decide(
     best: tuple[float, str] | None = None
     cross = script_of(gold_text) != script_of(predicted)
     gold_words = content(gold_text, names_t, False)
-    for sentence in sentences(predicted):
-        if keywords and not bounded_all(sentence, keywords, names_t) and len(sentences(predicted)) > 1:
-            continue
+    parts = sentences(predicted)
+    for sentence in parts:
+        if len(parts) > 1 and keywords and not bounded_all(sentence, keywords, names_t):
+            continue  # a glued sentence that does not hold the keywords is another fact
         if cross:
             score = 1.0
         else:
