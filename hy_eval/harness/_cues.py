@@ -32,8 +32,11 @@ _EN_PLAN_WORDS = word_set(
     wants"""
 )
 _EN_PLAN_PHRASES = re.compile(
-    r"\b(?:going to|want to|wants to|would like|'d like|’d like|thinking (?:about|of)|"
-    r"about to|looking to|next (?:week|month|year|weekend|time|spring|summer|autumn|fall|"
+    # "is joining", "are moving": the progressive of a coming or ongoing thing
+    r"\b(?:(?:is|are|am) (?:\w+ly )?(?!being\b)[a-z]{2,}ing\b|"
+    r"going to|want to|wants to|would like|'d like|’d like|thinking (?:about|of)|"
+    r"about to|looking to|needs? to|hoping to|has yet to|have yet to|"
+    r"next (?:week|month|year|weekend|time|spring|summer|autumn|fall|"
     r"winter|monday|tuesday|wednesday|thursday|friday|saturday|sunday)|later this)\b"
 )
 _EN_DONE_WORDS = word_set(
@@ -44,8 +47,18 @@ _EN_DONE_WORDS = word_set(
 _EN_DONE_PHRASES = re.compile(
     r"\b(?:last (?:week|month|year|night|weekend|time|spring|summer|autumn|fall|winter|"
     r"monday|tuesday|wednesday|thursday|friday|saturday|sunday)|used to|has just|have just|"
-    r"earlier this)\b"
+    r"earlier this|(?:has|have|had) (?:already )?\w+(?:ed|en|wn|ne|ught|ung)\b)\b"
 )
+#: A regular past tense (adopted, booked), read as done only when the sentence has no
+#: plan cue, and not after a verb that makes it an adjective (is interested, got married).
+_EN_PAST = re.compile(
+    r"(?<!\bis )(?<!\bare )(?<!\bam )(?<!\bbe )(?<!\bbeen )(?<!\bwas )(?<!\bwere )"
+    r"(?<!\bget )(?<!\bgot )(?<!\bfeels )(?<!\bfeel )\b[a-z]{3,}ed\b"
+)
+#: 了 after a verb marks a done thing, again only when no plan cue is read.
+_ZH_WEAK_DONE = frozenset({"了"})
+#: A-not-A questions: 值不值得, 够不够, 愿不愿意.
+_ZH_A_NOT_A = re.compile(r"([\u4e00-\u9fff])不\1")
 _ZH_PLAN = word_set(
     """打算 计划 准备 想要 想 要 将 将要 即将 快要 下周 下个月 下个星期 下星期 明年 明天 后天
     以后 将来 下次 下回 考虑 争取 希望 预计 打算要 准备要 计划要"""
@@ -62,6 +75,7 @@ _EN_QUESTION_START = re.compile(
 _EN_ASKED = re.compile(
     r"\b(?:asks?|asked|asking|wonders?|wondered|wondering|inquires?|inquired)\s+"
     r"(?:\w+\s+)?(?:whether|if|what|how|why|where|when|which|who|about)\b"
+    r"|\b(?:asks?|asked|asking)\s+(?:\w+\s+){0,2}to\b"
 )
 _ZH_QUESTION_WORDS = word_set(
     """吗 么 是否 要不要 能不能 可不可以 有没有 是不是 会不会 什么 怎么 怎样 怎么样 如何 为什么
@@ -104,10 +118,12 @@ def read_cues(sentence: str, zh_words: Sequence[str], whole: bool = True) -> Cue
     plan = plan or bool(_EN_PLAN_PHRASES.search(lowered))
     done = bool(zh & _ZH_DONE) or any(w in _EN_DONE_WORDS for w in latin)
     done = done or bool(_EN_DONE_PHRASES.search(lowered))
+    if not plan:
+        done = done or bool(zh & _ZH_WEAK_DONE) or bool(_EN_PAST.search(lowered))
     stripped = lowered.rstrip(" .。!！~～…")
     question = stripped.endswith(("?", "？")) or bool(_EN_ASKED.search(lowered))
     question = question or (whole and bool(_EN_QUESTION_START.match(lowered)))
-    question = question or bool(zh & _ZH_QUESTION_WORDS)
+    question = question or bool(zh & _ZH_QUESTION_WORDS) or bool(_ZH_A_NOT_A.search(sentence))
     question = question or sentence.lstrip().startswith(_ZH_REQUEST_START)
     return Cues(negated=negated, plan=plan, done=done, question=question)
 
