@@ -5,6 +5,8 @@ threshold figures of datasets/matcher_pairs/README.md, one sub-command each:
     python benchmarks/bench_parts.py case-validation       # Case validation, best of 15
     python benchmarks/bench_parts.py report-parts RUN_DIR  # the report's steps, best of 4
     python benchmarks/bench_parts.py thresholds            # fuzzy thresholds on the judged pairs
+    python benchmarks/bench_parts.py strict-thresholds     # the strict matcher's on the dev part
+    python benchmarks/bench_parts.py matcher-cost RUN_DIR  # each matcher's time per case
 
 RUN_DIR is a run folder; ``report-parts`` wants a large one, e.g. the 1,000 generated
 cases of ``bench_harness.py`` (its run folder is kept under a temporary directory; any run
@@ -100,6 +102,61 @@ def thresholds() -> None:
         print(f"{th:9.1f}  {cells[0]:<35}{cells[1]}")
 
 
+def strict_thresholds() -> None:
+    """The strict matcher's precision and recall per language on the DEV part of the
+    matcher benchmark at each content-agreement threshold (the test part is not read:
+    the threshold is chosen here)."""
+    from hy_eval.harness._matcher_eval import read_pairs, scores
+    from hy_eval.harness._strict import decide
+
+    pairs = [
+        p
+        for p in read_pairs(ROOT / "datasets" / "matcher_pairs" / "bench.jsonl")
+        if p.split == "dev"
+    ]
+    print(f"{len(pairs)} dev pairs; threshold, then P / R / F1 per language")
+    for th in (0.0, 0.1, 0.15, 0.2, 0.25, 0.3, 0.34, 0.4, 0.5, 0.6):
+        cells = []
+        for lang in ("en", "zh"):
+            part = [p for p in pairs if p.lang == lang]
+            got = [
+                decide(p.gold, p.keywords or [], p.predicted, p.names, th).accepted for p in part
+            ]
+            r = scores(part, got)
+            prec, rec = r["precision"]["value"], r["recall"]["value"]
+            f1 = 2 * prec * rec / (prec + rec) if prec + rec else 0.0
+            cells.append(f"{lang} P {prec:.3f} R {rec:.3f} F1 {f1:.3f}")
+        print(f"{th:9.2f}  " + "   ".join(cells))
+
+
+def matcher_cost(run_dir: Path) -> None:
+    """Each static matcher's time to assign one case's facts, over a run's records, in
+    one process (ratios, not seconds, compare between runs)."""
+    from hy_eval.harness import load_suite
+    from hy_eval.harness._matching import static_matcher
+    from hy_eval.harness._runlog import read_run
+
+    records = [r for r in read_run(run_dir).records() if r.facts]
+    cases = {c.id: c for c in load_suite("multi_speaker").cases}
+    work = [(cases[r.id], [f["text"] for f in r.facts]) for r in records if r.id in cases]
+    print(f"{len(work)} cases with predictions")
+    for name in ("keyword", "strict"):
+
+        def run_all(name: str = name) -> None:
+            for case, texts in work:
+                m = static_matcher(name, case.speakers)
+                m.assign(case.expect.facts, texts, lambda g, p: 2)
+
+        from hy_eval.harness import _strict
+
+        _strict.bounded.cache_clear()
+        _strict.content.cache_clear()
+        t = time.perf_counter()
+        run_all()
+        cold = time.perf_counter() - t
+        print(f"{name:<8} {1000 * cold / len(work):.2f} ms a case (first pass, caches empty)")
+
+
 def main() -> None:
     what = sys.argv[1:2]
     if what == ["redact"] and len(sys.argv) == 3:
@@ -110,6 +167,10 @@ def main() -> None:
         report_parts(Path(sys.argv[2]))
     elif what == ["thresholds"]:
         thresholds()
+    elif what == ["strict-thresholds"]:
+        strict_thresholds()
+    elif what == ["matcher-cost"] and len(sys.argv) == 3:
+        matcher_cost(Path(sys.argv[2]))
     else:
         sys.exit(__doc__)
 

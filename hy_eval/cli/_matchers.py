@@ -92,6 +92,18 @@ def cmd_matchers_evaluate(args: argparse.Namespace) -> int:
     print(evaluation_text(result))
     if args.json:
         Path(args.json).write_text(json.dumps(result, ensure_ascii=False, indent=1))
+    if args.quality:
+        part = f"the {args.split} part of " if args.split else ""
+        quality = {
+            "source": f"{part}{Path(args.file).as_posix()} ({len(pairs)} judged pairs)",
+            "matchers": {
+                name: {"all": entry["all"], **entry["lang"]}
+                for name, entry in result["matchers"].items()
+                if name != "judge"
+            },
+        }
+        Path(args.quality).write_text(json.dumps(quality, ensure_ascii=False, indent=1) + "\n")
+        print(f"wrote each matcher's precision and recall per language to {args.quality}")
     return ExitCode.OK
 
 
@@ -189,6 +201,11 @@ def register(sub: Any) -> None:
         "--judge-variant", default="default", help="prompt variant of the judge's templates"
     )
     p.add_argument("--json", help="also write the results as JSON here")
+    p.add_argument(
+        "--quality",
+        help="also write the precision and recall per language that runs report beside "
+        "their fact metrics (datasets/matcher_pairs/quality.json)",
+    )
     add_model_flags(p)
     p.set_defaults(func=cmd_matchers_evaluate)
 

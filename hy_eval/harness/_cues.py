@@ -23,7 +23,8 @@ _ZH_NEGATIONS = word_set(
 #: Words that start with 不/没/未 and negate nothing: "not bad", "but", "many", ...
 _ZH_NOT_NEGATIONS = word_set(
     """不错 不过 不少 不同 不仅 不断 不久 不然 不管 不如 不好意思 不得不 不但 不光 不止 不只
-    不料 不禁 不妨 不时 不满 不安 不足 没关系 没事 没错 未来 未必 未免 不一定"""
+    不料 不禁 不妨 不时 不满 不安 不足 没关系 没事 没错 未来 未必 未免 不一定 差不多 了不起
+    对不起 说不定 要不 要不然 不耐受 不得了 不得已"""
 )
 
 _EN_PLAN_WORDS = word_set(
@@ -111,7 +112,7 @@ def read_cues(sentence: str, zh_words: Sequence[str], whole: bool = True) -> Cue
     negated = any(w in _EN_NEGATIONS or w.endswith(("n't", "n’t")) for w in latin)
     negated = negated or "no longer" in lowered
     negated = negated or any(
-        w in _ZH_NEGATIONS or (w[:1] in "不没未" and len(w) > 1 and w not in _ZH_NOT_NEGATIONS)
+        w in _ZH_NEGATIONS or (any(c in w for c in "不没未") and w not in _ZH_NOT_NEGATIONS)
         for w in zh
     )
     plan = bool(zh & _ZH_PLAN) or any(w in _EN_PLAN_WORDS for w in latin)

@@ -16,7 +16,12 @@ is not found in ``112`` or ``2012``.
 
 A keyword starting with ``=`` is a whole word: ``=Go`` matches ``Go`` with no Latin
 letter or digit on either side (``He codes in Go.``, ``用Go写``), not ``going``. It is
-compared on the folded text only (no number reading).
+compared on the folded text only (no number reading). ``=猫`` marks a single Chinese
+character that is a word on its own; the ``strict`` matcher (``_strict.py``) then asks the
+segmenter for a whole word, this module's ``keyword`` rule finds it anywhere.
+
+The ``strict`` matcher reads numbers through ``canonical`` too, so 1万 is 10000, 三四次 a
+range (3-4次) and 3千米 three kilometres (3千米), as the tests show.
 """
 
 from __future__ import annotations

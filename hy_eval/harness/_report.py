@@ -207,16 +207,18 @@ def _md_code(value: Any) -> str:
     return f"`{text}`" if not re.search(r"[`\x00-\x1f\x7f-\x9f\u2028\u2029]", text) else _md(text)
 
 
-def matcher_line(summary: dict[str, Any]) -> str:
-    """Which matcher paired predicted with gold facts, so every number says how it was
-    made (docs/metrics.md, "Matchers")."""
+def matcher_line(summary: dict[str, Any], plain: bool = False) -> str:
+    """Which matcher paired predicted with gold facts and how far it can be trusted, so
+    every number says how it was made (docs/metrics.md, "Matchers"); Markdown, or
+    ``plain`` text for the terminal."""
     name = summary.get("matcher", "keyword")
-    line = f"Facts matched by the {_md_code(name)} matcher"
+    md, code = (str, str) if plain else (_md, _md_code)
+    line = f"Facts matched by the {code(name)} matcher"
     judge = summary.get("judge")
     if judge:
         line += (
-            f" (judge {_md(judge['provider'])}:{_md(judge['model'] or 'default')}, prompt "
-            f"variant {_md_code(judge['variant'])}; {judge['unusable']} unusable judge "
+            f" (judge {md(judge['provider'])}:{md(judge['model'] or 'default')}, prompt "
+            f"variant {code(judge['variant'])}; {judge['unusable']} unusable judge "
             "answers, counted as no match)"
         )
     return (
@@ -326,7 +328,7 @@ def terminal_summary(summary: dict[str, Any], run_dir: Path) -> str:
     if cut:
         rows.append(cut)
     if summary.get("matcher", "keyword") != "keyword":
-        rows.append(matcher_line(summary).replace("`", ""))
+        rows.append(matcher_line(summary, plain=True))
     rows.append(
         f"{summary['cases']} cases, {summary['passed']} passed; report: {run_dir / 'report.html'}"
     )

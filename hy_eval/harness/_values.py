@@ -62,7 +62,8 @@ _CONTRASTS: tuple[tuple[frozenset[str], ...], ...] = tuple(
         "pass passed passes 通过 考过 考上 | fail failed fails 挂科 没过 没考过 落榜",
         "became become becomes started starts 开始 | gave quit stopped stops 放弃 戒掉 不再",
         "stop stopped 停 停了 停药 | continue continues continued keep keeps 继续",
-        "selling sell sells 卖出 抛 | holding hold holds keep keeping 持有 留着",
+        "selling sell sells sold cleared clear clears 卖出 抛 清仓 |"
+        " holding hold holds keep keeping still 持有 留着",
         "arm arms 胳膊 手臂 | neck 脖子 | leg legs 腿 | face 脸 | back 背 后背 | hand hands 手",
     )
 )

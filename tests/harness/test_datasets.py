@@ -123,10 +123,6 @@ BAD_LINES = [
         "expect.facts.0.keywords.0: '=' must be followed by a word",
     ),
     (
-        variant(expect__facts=[{"subject": "John", "owner": "user", "keywords": ["=护士"]}]),
-        "expect.facts.0.keywords.0: '=护士': whole-word keywords are for Latin text",
-    ),
-    (
         variant(expect__facts=[{"subject": "John", "owner": "user", "keywords": [[["a"]]]}]),
         "expect.facts.0.keywords.0: a keyword must be a string or a list of strings",
     ),
@@ -308,6 +304,10 @@ def test_history_suite_passes(capsys):
 
 
 def _merge_case(existing, facts, untouched, **expect):
+    # Every gold fact needs a text its own keywords find (issue 28): one is made up here.
+    for fact in facts:
+        words = [k if isinstance(k, str) else k[0] for k in fact["keywords"]]
+        fact.setdefault("text", f"{fact['subject']} likes {' '.join(words)}.")
     case = json.loads(GOOD_LINE)
     case["existing"] = existing
     case["expect"] = {"facts": facts, "untouched": untouched, **expect}
