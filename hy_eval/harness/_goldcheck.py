@@ -1,5 +1,6 @@
 """``datasets validate``'s checks of the gold facts against the default matcher
-(docs/datasets.md, "Keywords"): every gold fact has a ``text``, no keyword is a single
+(docs/datasets.md, "Keywords"): every gold fact has a ``text`` no longer than a predicted
+fact may be, no keyword is a single
 Chinese character unless marked ``=`` (a whole word), and a prediction that repeats the
 gold text word for word is matched to it by the ``strict`` matcher. A fact that fails
 the last one could not be found by any answer, however right."""
@@ -12,12 +13,18 @@ from hy_eval.harness._expect import GoldFact
 from hy_eval.harness._matching import speaker_words
 from hy_eval.harness._strict import decide
 from hy_eval.memory import Speakers
+from hy_eval.memory._extract import MAX_FACT_CHARS
 
 
 def fact_problems(fact: GoldFact, speakers: Speakers) -> list[str]:
     """What is wrong with one gold fact, each as ``field: message``."""
     if not fact.text:
         return ["text: every gold fact needs a text (the matcher compares it)"]
+    if len(fact.text) > MAX_FACT_CHARS:
+        return [
+            f"text: {len(fact.text)} characters, but an extraction answer's fact holds at "
+            f"most {MAX_FACT_CHARS} (a perfect answer would be cut)"
+        ]
     out = []
     for item in fact.keywords:
         for k in [item] if isinstance(item, str) else item:

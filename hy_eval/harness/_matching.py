@@ -1,7 +1,9 @@
-"""Matchers: which predicted fact, if any, states each gold fact of a case (issue 19).
-docs/metrics.md ("Matchers") describes each one.
+"""Matchers: which predicted fact, if any, states each gold fact of a case (issues 19,
+28). docs/metrics.md ("Matchers") describes each one.
 
-``keyword`` is the scoring's original rule (every keyword item of the gold fact in the
+``strict``, the default, decides each pair by ``_strict.decide`` (keywords as words,
+content agreement, agreeing cues) and assigns by agreement before subject. ``keyword`` is
+the scoring's original rule (every keyword item of the gold fact anywhere in the
 prediction), assigned exactly: the most pairs, then the best subject and owner; ``fuzzy`` is
 ``_matchers.match_fuzzy``; ``judge`` assigns from an LLM judge's verdicts on each (gold,
 predicted) pair (``_judge.py`` asks for them). Subject and owner are scored on the
@@ -22,6 +24,7 @@ from typing import Any, Protocol
 from hy_eval.harness._expect import GoldFact
 from hy_eval.harness._keywords import contains_all, first_forms
 from hy_eval.harness._matchers import match_fuzzy, max_weight_assignment
+from hy_eval.harness._strict import AGREEMENT_THRESHOLD, decide
 from hy_eval.memory import Speakers
 
 MATCHERS = ("strict", "keyword", "fuzzy", "judge")
@@ -105,6 +108,43 @@ class KeywordMatcher:
         return [Pick(p) for p in exact_assignment(hits, rank, len(texts))]
 
 
+class StrictMatcher:
+    """The default matcher: ``_strict.decide`` on every pair, then one-to-one with the
+    most pairs, then the highest total agreement, and only then the best subject and
+    owner (docs/metrics.md, "`strict`")."""
+
+    name = "strict"
+
+    def __init__(self, speakers: Speakers, threshold: float = AGREEMENT_THRESHOLD) -> None:
+        self.names = tuple(sorted(set(speaker_words(speakers))))
+        self.threshold = threshold
+
+    def assign(self, golds: Sequence[GoldFact], texts: Sequence[str], rank: Rank) -> list[Pick]:
+        decisions = [
+            [decide(g.text or "", g.keywords, t, self.names, self.threshold) for t in texts]
+            for g in golds
+        ]
+        count = min(len(golds), len(texts))
+        # One more pair outweighs any sum of agreements (each at most 1); the rank bonus,
+        # all of it together below 1e-4, only breaks ties of agreement.
+        pair_unit = float(count + 1)
+        rank_unit = 1e-4 / (2.0 * (count + 1))
+        weights = [
+            [
+                pair_unit + d.agreement + (2 - rank(g, p)) * rank_unit if d.accepted else 0.0
+                for p, d in enumerate(row)
+            ]
+            for g, row in enumerate(decisions)
+        ]
+        picks = []
+        for g, p in enumerate(max_weight_assignment(weights)):
+            if p is None or not decisions[g][p].accepted:
+                picks.append(Pick(None))
+            else:
+                picks.append(Pick(p, {"agreement": round(decisions[g][p].agreement, 3)}))
+        return picks
+
+
 class FuzzyMatcher:
     """``match_fuzzy`` with the keyword rule's hits (a pair ``keyword`` accepts is
     accepted), the speakers' names ignored, and the rank as preference."""
@@ -169,8 +209,6 @@ class VerdictMatcher:
 def static_matcher(name: str, speakers: Speakers) -> Matcher:
     """The matcher ``name`` when it needs no model (``strict``, ``keyword``, ``fuzzy``)."""
     if name == "strict":
-        from hy_eval.harness._strict import StrictMatcher  # it builds on this module
-
         return StrictMatcher(speakers)
     if name == "keyword":
         return KeywordMatcher()

@@ -33,14 +33,10 @@ from functools import lru_cache
 
 from hy_eval.conversation._render import is_cjk
 from hy_eval.harness._cues import Cues, conflict, cue_words, read_cues
-from hy_eval.harness._expect import GoldFact
 from hy_eval.harness._keywords import Keyword, canonical, fold
-from hy_eval.harness._matchers import max_weight_assignment
-from hy_eval.harness._matching import Pick, Rank, speaker_words
 from hy_eval.harness._segment import inside_a_word, is_word, segments, words
 from hy_eval.harness._values import replaced_value
 from hy_eval.harness._words import STOP_WORDS, _ordered, latin_words, word_form, word_set
-from hy_eval.memory import Speakers
 
 #: The share of the gold text's content words the prediction must hold. Chosen on the
 #: dev part of datasets/matcher_pairs/bench.jsonl: the highest threshold with the best
@@ -116,6 +112,15 @@ def _found(text: str, kw: str, names: tuple[str, ...], exact: bool) -> bool:
     return False
 
 
+_HAN_CLASS = "[\u3400-\u9fff\uf900-\ufaff]"
+_HAN_LATIN_SPACE = re.compile(rf"(?<={_HAN_CLASS}) +(?=[a-z0-9])|(?<=[a-z0-9]) +(?={_HAN_CLASS})")
+
+
+def _unspaced(text: str) -> str:
+    """No space between Chinese and a Latin word or number: 维生素 C is 维生素C."""
+    return _HAN_LATIN_SPACE.sub("", text)
+
+
 @lru_cache(maxsize=65536)
 def bounded(text: str, keyword: str, names: tuple[str, ...] = ()) -> bool:
     """Whether ``keyword`` occurs in ``text`` as a word (module docstring, rule 1). It
@@ -123,10 +128,10 @@ def bounded(text: str, keyword: str, names: tuple[str, ...] = ()) -> bool:
     numbers are read (``canonical``: 八年 finds 8年, ninety finds 90)."""
     exact = keyword.startswith("=") and len(keyword) > 1
     raw = keyword[1:] if exact else keyword
-    kw = fold(raw)
+    kw = _unspaced(fold(raw))
     if not kw:
         return False
-    if _found(fold(text), kw, names, exact):
+    if _found(_unspaced(fold(text)), kw, names, exact):
         return True
     wanted = canonical(raw)
     if wanted != kw or any(ch.isdigit() for ch in wanted):
@@ -250,10 +255,16 @@ def number_conflict(gold: str, predicted: str) -> str | None:
     return None
 
 
+#: One name per unit in both languages (an age in 岁 is years, as "9 years old" is).
+_UNIT_NAMES = {"岁": "year", "年": "year", "个月": "month", "周": "week", "天": "day"}
+_UNIT_NAMES |= {"小时": "hour", "分钟": "minute", "min": "minute", "公里": "km", "公斤": "kg"}
+
+
 def _units(text: str) -> dict[str, set[str]]:
     out: dict[str, set[str]] = {}
     for number, unit in _UNIT.findall(canonical(_read_ordinals_and_clock(text))):
-        out.setdefault(number, set()).add(unit.rstrip("s") if unit.isascii() else unit)
+        name = unit.rstrip("s") if unit.isascii() else unit
+        out.setdefault(number, set()).add(_UNIT_NAMES.get(name, name))
     return out
 
 
@@ -333,38 +344,3 @@ def _sentence_cues(sentence: str, keywords: Sequence[Keyword], names: tuple[str,
 def _cues_of(sentence: str, names: tuple[str, ...], whole: bool = True) -> Cues:
     t = fold(sentence)
     return read_cues(t, words(t, names), whole)
-
-
-class StrictMatcher:
-    """The default matcher (module docstring)."""
-
-    name = "strict"
-
-    def __init__(self, speakers: Speakers, threshold: float = AGREEMENT_THRESHOLD) -> None:
-        self.names = tuple(sorted(set(speaker_words(speakers))))
-        self.threshold = threshold
-
-    def assign(self, golds: Sequence[GoldFact], texts: Sequence[str], rank: Rank) -> list[Pick]:
-        decisions = [
-            [decide(g.text or "", g.keywords, t, self.names, self.threshold) for t in texts]
-            for g in golds
-        ]
-        count = min(len(golds), len(texts))
-        # One more pair outweighs any sum of agreements (each at most 1); the rank bonus,
-        # all of it together below 1e-4, only breaks ties of agreement.
-        pair_unit = float(count + 1)
-        rank_unit = 1e-4 / (2.0 * (count + 1))
-        weights = [
-            [
-                pair_unit + d.agreement + (2 - rank(g, p)) * rank_unit if d.accepted else 0.0
-                for p, d in enumerate(row)
-            ]
-            for g, row in enumerate(decisions)
-        ]
-        picks = []
-        for g, p in enumerate(max_weight_assignment(weights)):
-            if p is None or not decisions[g][p].accepted:
-                picks.append(Pick(None))
-            else:
-                picks.append(Pick(p, {"agreement": round(decisions[g][p].agreement, 3)}))
-        return picks

@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hy_eval.conversation import is_cjk
 from hy_eval.memory._subjects import subject_of
 
 _M1 = [
@@ -172,12 +171,11 @@ _STOPWORDS = frozenset(
 
 
 def search_terms(query: str) -> list[str]:
-    """FTS terms for a query: Latin words of 3+ letters (minus a few stopwords) and every
-    3-character window of each run of Han characters (the trigram tokenizer's unit)."""
+    """FTS terms for a query: Latin words of 3+ letters (minus a few stopwords), also when
+    written straight against Chinese ("用户的Kindle"), and every 3-character window of each
+    run of Han characters (the trigram tokenizer's unit)."""
     terms: list[str] = []
-    for word in re.findall(r"[^\W\d_]{3,}", query):
-        if any(is_cjk(ch) for ch in word):
-            continue
+    for word in re.findall(r"[A-Za-z\u00c0-\u024f]{3,}", query):
         w = word.lower()
         if w not in _STOPWORDS and w not in terms:
             terms.append(w)
@@ -189,8 +187,16 @@ def search_terms(query: str) -> list[str]:
     return terms
 
 
-def _short_cjk_words(query: str) -> list[str]:
-    return [r for r in re.findall(r"[\u3400-\u9fff\uf900-\ufaff]+", query) if len(r) == 2]
+def _short_words(query: str) -> list[str]:
+    """Words the trigram index cannot find, searched as substrings: two-character Chinese
+    runs, and tokens that mix letters and digits (N2, B12, 6D), also against Chinese
+    ("日语N2")."""
+    out = [r for r in re.findall(r"[\u3400-\u9fff\uf900-\ufaff]+", query) if len(r) == 2]
+    for tok in re.findall(r"(?<![A-Za-z0-9])[A-Za-z0-9]{2,}(?![A-Za-z0-9])", query):
+        mixed = re.search(r"[A-Za-z]", tok) and re.search(r"[0-9]", tok)
+        if mixed and tok not in out:
+            out.append(tok)
+    return out
 
 
 class MemoryStore:
@@ -329,7 +335,7 @@ class MemoryStore:
 
     def search(self, query: str, user_id: str, limit: int = 5) -> list[Memory]:
         """Active memories of ``user_id`` related to ``query``, best first (BM25 over
-        trigrams, plus a substring match for two-character Chinese words)."""
+        trigrams, plus a substring match for the short words of ``_short_words``)."""
         terms = search_terms(query)
         found: list[Memory] = []
         if terms:
@@ -342,7 +348,7 @@ class MemoryStore:
                 (match, user_id, limit),
             )
             found = [self._row(r) for r in rows]
-        for word in _short_cjk_words(query):
+        for word in _short_words(query):
             if len(found) >= limit:
                 break
             rows = self.db.execute(

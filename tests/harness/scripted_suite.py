@@ -1,8 +1,8 @@
 """A scripted model for whole suites: for each case, answers built from its gold labels
 (optionally with planted mistakes), served by the loopback server in the OpenAI format.
 
-Extraction answers write each gold fact as its subject followed by its keywords (a
-group's first member); reconcile answers apply the case's ``expect.operations`` (as
+Extraction answers write each gold fact as its reference text (its subject followed by
+its keywords when it has none); reconcile answers apply the case's ``expect.operations`` (as
 ``oracle.plan_operations`` plans them) to the memories the prompt shows, and ADD the
 rest."""
 
@@ -10,7 +10,6 @@ import json
 import re
 
 from hy_eval.conversation import render_conversation
-from hy_eval.harness._scoring import contains_all
 from hy_eval.llm.loopback import LoopbackServer, Reply, openai_completion
 from hy_eval.memory._extract import MAX_FACT_CHARS, cut_text
 
@@ -61,15 +60,12 @@ def gold_text(case, subject, keywords):
 
 
 def _perfect_text(case, fact):
-    """The gold fact's reference wording when it holds every keyword, so that the store
-    search finds the memories a real answer would find ("The user moved to Glasgow" finds
-    "The user lives in Bristol"; "The user Glasgow" does not), else one built from the
-    keywords. Chinese cases keep the keyword form: the store's search does not split a
-    Latin word written straight against Chinese text ("日语N2"), which the keyword form
-    writes apart."""
-    if case.lang == "en" and fact.text and contains_all(fact.text, fact.keywords):
-        return fact.text
-    return gold_text(case, fact.subject, fact.keywords)
+    """The gold fact's reference wording, as a perfect model would write it (the strict
+    matcher compares it; issue 28); a fact without a text is written as its subject
+    followed by its keywords."""
+    if not fact.text:
+        return gold_text(case, fact.subject, fact.keywords)
+    return fact.text
 
 
 def perfect_extraction(case):

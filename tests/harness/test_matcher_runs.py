@@ -109,8 +109,18 @@ def suite(tmp_path):
 
 def test_keyword_and_fuzzy_runs_name_their_matcher_and_differ(tmp_path, suite):
     with JudgedSuiteModel(suite.cases) as model:
-        kdir, keyword, _ = run(model, tmp_path, "k")
+        kdir, keyword, _ = run(model, tmp_path, "k", matcher="keyword")
         fdir, fuzzy, _ = run(model, tmp_path, "f", matcher="fuzzy")
+        sdir, strict, _ = run(model, tmp_path, "s")
+    # Issue 28: strict is the default, and every result says how far it can be trusted.
+    assert strict["matcher"] == "strict"
+    assert strict["matcher_quality"]["zh"]["precision"]["den"] > 0
+    assert (
+        "How far it can be trusted: measured on the test part" in (sdir / "report.md").read_text()
+    )
+    assert (
+        "How far it can be trusted: measured on the test part" in (sdir / "report.html").read_text()
+    )
     assert keyword["matcher"] == "keyword" and "judge" not in keyword
     assert recall(keyword) == (0, 3)
     assert fuzzy["matcher"] == "fuzzy" and recall(fuzzy) == (2, 3)  # not tea for coffee
@@ -176,7 +186,7 @@ def test_the_command_line_chooses_the_matcher_and_compare_refuses_a_mix(tmp_path
     base = [*suite_flag(suite), "--cache-mode", "off", "--quiet", "--retries", "0"]
     with JudgedSuiteModel(suite.cases, same={"用户是柏林的护士"}) as model:
         flags = [*model_args(model.server), "--api-key", "sk-dummy", *base]
-        assert main(["run", *flags, "--out", str(tmp_path / "k")]) == 0
+        assert main(["run", *flags, "--matcher", "keyword", "--out", str(tmp_path / "k")]) == 0
         judged = ["--matcher", "judge", "--judge-model", "judge-m", "--out", str(tmp_path / "j")]
         assert main(["run", *flags, *judged]) == 0
     summary = json.loads((tmp_path / "j" / "summary.json").read_text())

@@ -131,9 +131,15 @@ def test_judge_with_no_verdicts_matches_nothing():
 
 
 def test_matcher_info_names_the_matcher_and_defaults_to_keyword():
-    assert matcher_info({"params": {}}, 0) == {"matcher": "keyword"}
+    old = matcher_info({"params": {}}, 0)  # a run from before the matcher was named
+    assert old["matcher"] == "keyword"
+    # Issue 28: how far the matcher can be trusted, from the benchmark's test part.
+    assert old["matcher_quality"]["source"].startswith("the test part of")
+    assert set(old["matcher_quality"]) >= {"all", "en", "zh"}
+    strict = matcher_info({"params": {"matcher": "strict"}}, 0)["matcher_quality"]
+    assert strict["zh"]["precision"]["value"] > old["matcher_quality"]["zh"]["precision"]["value"]
     info = matcher_info({"provider": "openai", "model": "m", "params": {"matcher": "judge"}}, 3)
-    assert info["matcher"] == "judge"
+    assert info["matcher"] == "judge" and "matcher_quality" not in info
     assert info["judge"] == {
         "provider": "openai",
         "model": "m",

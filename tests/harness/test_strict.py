@@ -7,15 +7,26 @@ import pytest
 
 from hy_eval.harness._expect import GoldFact
 from hy_eval.harness._keywords import canonical
-from hy_eval.harness._strict import StrictMatcher, bounded, decide, number_conflict
+from hy_eval.harness._matching import StrictMatcher
+from hy_eval.harness._strict import bounded, decide, number_conflict
 from hy_eval.memory import Speakers
 
 #: (gold text, keywords, prediction, names): pairs the keyword rule accepted in the run
 #: issue 28 audited, and that state another fact.
 NEAR_MISSES = [
-    ("用户和王伟、张敏合租。", ["租"], "大伟打算明年再装修，先把房子租出去一年。", ["王伟", "张敏"]),
+    (
+        "用户和王伟、张敏合租。",
+        ["租"],
+        "大伟打算明年再装修，先把房子租出去一年。",
+        ["王伟", "张敏"],
+    ),
     ("用户吃素快一年了。", ["素"], "用户每天补充维生素B12。", []),
-    ("The user ran her first marathon on Sunday.", ["marathon"], "The user will run a marathon on Sunday.", []),
+    (
+        "The user ran her first marathon on Sunday.",
+        ["marathon"],
+        "The user will run a marathon on Sunday.",
+        [],
+    ),
     ("The user still holds the fund.", ["fund"], "The user cleared out the fund.", []),
     ("Pedro runs a book club.", ["book club"], "Pedro works at a book club.", ["Pedro"]),
     (
@@ -25,10 +36,25 @@ NEAR_MISSES = [
         ["张敏"],
     ),
     ("The user's dog Mochi is nine years old.", ["Mochi"], "Mochi is nine months old.", []),
-    ("Irena's birthday dinner is on the 21st at Padella.", ["birthday"], "Irena's birthday dinner is on the 21st at Dishoom.", ["Irena"]),
+    (
+        "Irena's birthday dinner is on the 21st at Padella.",
+        ["birthday"],
+        "Irena's birthday dinner is on the 21st at Dishoom.",
+        ["Irena"],
+    ),
     ("陈晨在伦敦住了三年。", [["3年", "3 years"]], "陈晨在曼彻斯特住了三年。", ["陈晨"]),
-    ("Will passed his driving test yesterday.", ["driving test"], "Will failed his driving test yesterday.", ["Will"]),
-    ("The user has a vet appointment on Thursday.", ["vet"], "Can the vet see the user on Thursday?", []),
+    (
+        "Will passed his driving test yesterday.",
+        ["driving test"],
+        "Will failed his driving test yesterday.",
+        ["Will"],
+    ),
+    (
+        "The user has a vet appointment on Thursday.",
+        ["vet"],
+        "Can the vet see the user on Thursday?",
+        [],
+    ),
     ("用户雅思有一项只有5.5分，还要再考。", ["雅思"], "用户雅思有一项只有6.5分，还得再考。", []),
     ("阿明每天早上喝绿茶。", ["绿茶"], "阿明早上从来不喝绿茶，只喝咖啡。", ["阿明"]),
     ("用户打算下次游泳课先练换气。", ["换气"], "用户上次游泳课已经练了换气。", []),
@@ -39,11 +65,36 @@ SAME = [
     ("用户在攒钱买投影仪。", ["投影仪"], "用户正在存钱准备买一台投影仪。", []),
     ("王姐在北京工作了八年。", ["北京", "8"], "王姐在北京干了8年。", ["王姐"]),
     ("用户的公司在望京。", ["望京"], "我在望京上班，跟你不顺路。", []),
-    ("Irena's birthday dinner is on the 21st.", ["birthday"], "Irena is having her birthday dinner on the twenty-first.", ["Irena"]),
-    ("The user booked a table for Friday at 8pm.", ["table"], "The user reserved a table for 20:00 on Friday.", []),
-    ("The user is planning a three-day trip to Lisbon.", ["Lisbon"], "The user plans a 3-day trip to Lisbon.", []),
-    ("Marek's dog Bruno is terrified of sheep.", ["sheep"], "Bruno, Marek's dog, is scared stiff of sheep.", ["Marek"]),
-    ("The user runs about 30 km per week.", ["30"], "Every week the user runs roughly thirty km.", []),
+    (
+        "Irena's birthday dinner is on the 21st.",
+        ["birthday"],
+        "Irena is having her birthday dinner on the twenty-first.",
+        ["Irena"],
+    ),
+    (
+        "The user booked a table for Friday at 8pm.",
+        ["table"],
+        "The user reserved a table for 20:00 on Friday.",
+        [],
+    ),
+    (
+        "The user is planning a three-day trip to Lisbon.",
+        ["Lisbon"],
+        "The user plans a 3-day trip to Lisbon.",
+        [],
+    ),
+    (
+        "Marek's dog Bruno is terrified of sheep.",
+        ["sheep"],
+        "Bruno, Marek's dog, is scared stiff of sheep.",
+        ["Marek"],
+    ),
+    (
+        "The user runs about 30 km per week.",
+        ["30"],
+        "Every week the user runs roughly thirty km.",
+        [],
+    ),
     ("阿俊在宠物医院当兽医。", [["兽医", "vet"]], "张敏在宠物医院当兽医。", ["阿俊", "张敏"]),
 ]
 
@@ -163,5 +214,7 @@ def test_datasets_validate_refuses_gold_the_matcher_cannot_find():
     assert "one Chinese character" in fact_problems(one_char, speakers)[0]
     lost = _gold("user", "用户家里的留学预算在四十万以内。", ["40"])
     assert "not matched to it" in fact_problems(lost, speakers)[0]
-    assert fact_problems(_gold("user", "用户家里的留学预算在四十万以内。", ["40万"]), speakers) == []
+    assert (
+        fact_problems(_gold("user", "用户家里的留学预算在四十万以内。", ["40万"]), speakers) == []
+    )
     assert fact_problems(_gold("user", "用户养了一只猫。", ["=猫"]), speakers) == []
