@@ -221,12 +221,8 @@ def matcher_line(summary: dict[str, Any], plain: bool = False) -> str:
             f"variant {code(judge['variant'])}; {judge['unusable']} unusable judge "
             "answers, counted as no match)"
         )
-    return (
-        line
-        + ". How far it can be trusted: "
-        + _md(quality_text(name, summary.get("matcher_quality")))
-        + "."
-    )
+    trust = quality_text(name, summary.get("matcher_quality"))
+    return f"{line}. How far it can be trusted: {md(trust)}."
 
 
 def markdown_report(summary: dict[str, Any], run_dir: Path) -> str:
