@@ -9,15 +9,19 @@ A predicted fact states a gold fact when all of these hold:
    the segmenter (``_segment``) puts a word boundary, so 租 is not found in 合租 nor 素
    in 维生素. A one-character Chinese keyword must be a whole word; a keyword marked
    ``=`` must be a whole word in either script. Numbers are read as ``_keywords.canonical``
-   reads them, and a number never matches inside a longer one.
+   reads them, and a number never matches inside a longer one. A space between Chinese
+   and a Latin word or number does not count (维生素 C is 维生素C).
 2. **Content agreement.** The share of the gold text's content words that the
    prediction's best sentence holds (``agreement``) is at least ``AGREEMENT_THRESHOLD``.
    Names and 用户/助手/user/assistant are no content: the subject is scored apart. When
    the two are in different languages the words cannot be compared, and the keywords
    (an any-of group may hold both languages' forms) and the cues decide alone.
 3. **Cues agree** (``_cues``): the prediction is not a question or a request, it
-   negates what the gold negates, it does not make a plan of a done thing or the reverse,
-   and where both name numbers, at least one of the gold's is among the prediction's.
+   negates what the gold negates, it does not make a plan of a done thing or the reverse;
+   where both name numbers, they share one, and not with another unit
+   (``number_conflict``); and it does not replace one of the gold's values by another of
+   the same kind (``_values.replaced_value``: Padella / Dishoom, Friday / Saturday,
+   teaches / studies).
 
 Among the pairs that pass, the assignment is one-to-one: the most gold facts matched,
 then the highest total agreement, and only then the best subject and owner, so a loose
