@@ -100,11 +100,22 @@ def open_db(path: str, schema: str) -> sqlite3.Connection:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
     db = sqlite3.connect(path, check_same_thread=False, timeout=30.0)
     db.execute("PRAGMA busy_timeout = 30000")
-    if path != ":memory:":
-        db.execute("PRAGMA journal_mode = WAL")
-    db.execute("PRAGMA synchronous = NORMAL")
-    with db:
-        db.executescript(schema)
+    # Two runs opening a new cache file at the same moment can both ask to switch it to
+    # WAL; SQLite may then answer "database is locked" at once, without waiting out the
+    # busy timeout (seen in test_two_runs_share_one_cache_file_at_the_same_time under
+    # load). The switch and the schema are idempotent, so they are simply tried again.
+    for attempt in range(100):
+        try:
+            if path != ":memory:":
+                db.execute("PRAGMA journal_mode = WAL")
+            db.execute("PRAGMA synchronous = NORMAL")
+            with db:
+                db.executescript(schema)
+            break
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or attempt == 99:
+                raise
+            time.sleep(0.05)
     return db
 
 

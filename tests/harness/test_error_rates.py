@@ -105,5 +105,8 @@ def test_paired_ci_covers_the_true_difference(process):
         lo, hi = res["attribution_accuracy"]["ci"]
         return lo <= true <= hi
 
-    rate = measure(covers, 80, seed=8)
-    assert 0.89 <= rate <= 0.99, rate
+    # 200 repetitions: with 80, 2.5 Monte Carlo standard errors reach down to 0.89, and
+    # the baseline blessed with the strict matcher (fewer matched facts) drew 0.875 there
+    # while 600 repetitions give 0.94 (seeds 8, 108, 208: 0.925, 0.955, 0.94).
+    rate = measure(covers, 200, seed=8)
+    assert 0.91 <= rate <= 0.99, rate
