@@ -16,8 +16,9 @@ every untouched memory of a case whose ``expect.measures_merge`` is true:
     of the same subject could rightly change it: use ``expect.operations`` then).
 
 And for every memory ``expect.operations`` expects to change: some gold fact of the
-memory's own subject returns it (else the reconcile step never sees it and no answer can
-meet the expectation).
+memory's own subject returns it when searched with its reference text alone, the query a
+perfect answer makes (else the reconcile step never sees it and no answer can meet the
+expectation).
 """
 
 from __future__ import annotations
@@ -73,9 +74,10 @@ class Retrieval:
         return not list(_untouched_problems(case, memory_id, self))
 
 
-def retrieval(case: Case) -> Retrieval:
+def retrieval(case: Case, text_only: bool = False) -> Retrieval:
     """Seed a store with the case's history and existing memories as the runner does, and
-    search it for every gold fact as the pipeline does."""
+    search it for every gold fact as the pipeline does (``text_only``: with its reference
+    text alone, the query a perfect answer makes)."""
     store = MemoryStore()
     try:
         ids: dict[str, int] = {}
@@ -87,7 +89,8 @@ def retrieval(case: Case) -> Retrieval:
                 ids[mem.id] = store.insert(case.user_id, mem.text, mem.owner, "seed")
         by_db: dict[int, list[int]] = {}
         for g, gold in enumerate(case.expect.facts):
-            for query in gold_queries(case, gold):
+            queries = [gold.text] if text_only and gold.text else gold_queries(case, gold)
+            for query in queries:
                 for hit in store.search(query, case.user_id, TOP_K):
                     if g not in by_db.setdefault(hit.id, []):
                         by_db[hit.id].append(g)
@@ -112,6 +115,11 @@ def merge_problems(case: Case) -> list[str]:
     problems: list[str] = []
     for mid in untouched:
         problems += _untouched_problems(case, mid, found)
+    # A memory to change must be found by the query a perfect answer makes, its gold
+    # fact's text, as the pipeline searches with each predicted fact's text (issue 28:
+    # ms-zh-2075's keyword query found 用户在备考日语N2。 while the text query did not).
+    if changing:
+        found = retrieval(case, text_only=True)
     for mid in changing:
         subject = found.subjects[mid]
         own = [

@@ -413,6 +413,34 @@ def test_merge_check_finds_expected_operations_no_fact_can_reach():
     ]
 
 
+def test_an_expected_operation_must_be_reached_by_the_gold_text():
+    """Issue 28: the pipeline searches with each predicted fact's text, so a memory to
+    change must be found by its gold fact's text; a keyword query that finds it (here
+    "The user violin") does not make the case passable."""
+    from hy_eval.harness import Case
+    from hy_eval.harness._merges import merge_problems
+
+    data = _merge_case(
+        [{"id": "m1", "text": "The user plays the violin."}],
+        [
+            {
+                "subject": "user",
+                "owner": "user",
+                "keywords": ["violin"],
+                "text": "The user gave up her lessons for good.",
+            }
+        ],
+        [],
+        operations={"m1": "SUPERSEDE"},
+    )
+    assert merge_problems(Case.model_validate(data)) == [
+        "expect.operations: m1 (user) is not returned by the store search for any gold fact "
+        "of its subject, so reconcile cannot change it"
+    ]
+    data["expect"]["facts"][0]["text"] = "The user stopped playing the violin."
+    assert merge_problems(Case.model_validate(data)) == []
+
+
 def test_no_case_copies_a_prompt_example():
     """Issue 18: a case that repeats a prompt's worked example measures recall of the prompt,
     not attribution. The share of a case's character 3-grams found in one prompt file's
