@@ -132,7 +132,7 @@ def strict_thresholds() -> None:
 def matcher_cost(run_dir: Path) -> None:
     """Each static matcher's time to assign one case's facts, over a run's records, in
     one process (ratios, not seconds, compare between runs)."""
-    from hy_eval.harness import load_suite
+    from hy_eval.harness import _strict, load_suite
     from hy_eval.harness._matching import static_matcher
     from hy_eval.harness._runlog import read_run
 
@@ -152,8 +152,6 @@ def matcher_cost(run_dir: Path) -> None:
             for case, texts in work:
                 m = static_matcher(name, case.speakers)
                 m.assign(case.expect.facts, texts, lambda g, p: 2)
-
-        from hy_eval.harness import _strict
 
         _strict.bounded.cache_clear()
         _strict.content.cache_clear()

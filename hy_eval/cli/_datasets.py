@@ -38,12 +38,11 @@ def cmd_datasets_validate(args: argparse.Namespace) -> int:
             print(f"{suite.name}: {len(cases)} cases ok ({langs['en']} en, {langs['zh']} zh)")
             if suite.kind == "memory":
                 from hy_eval.harness._goldcheck import check_suite_gold
-
-                problems.extend(check_suite_gold(suite))
-            if not args.no_merges and suite.kind == "memory":
                 from hy_eval.harness._merges import check_suite_merges
 
-                problems.extend(check_suite_merges(suite))
+                problems.extend(check_suite_gold(suite))
+                if not args.no_merges:
+                    problems.extend(check_suite_merges(suite))
     for line in problems:
         print(line, file=sys.stderr)
     return ExitCode.USAGE if problems else ExitCode.OK

@@ -23,6 +23,7 @@ from typing import Any, Protocol
 
 from hy_eval.harness._expect import GoldFact
 from hy_eval.harness._keywords import contains_all, first_forms
+from hy_eval.harness._matcherquality import quality_of, quality_text
 from hy_eval.harness._matchers import match_fuzzy, max_weight_assignment
 from hy_eval.harness._strict import AGREEMENT_THRESHOLD, decide
 from hy_eval.memory import Speakers
@@ -232,8 +233,6 @@ def matcher_info(manifest: Mapping[str, Any], unusable: int) -> dict[str, Any]:
     on the benchmark's test part, when measured) and, for ``judge``, ``judge``: the
     judge's model and prompt variant and the unusable answers. A run from before matchers
     were selectable used ``keyword``."""
-    from hy_eval.harness._matcherquality import quality_of  # reads the datasets folder
-
     params = manifest.get("params") or {}
     name = params.get("matcher") or "keyword"  # a run from before the matcher was named
     out: dict[str, Any] = {"matcher": name}
@@ -261,8 +260,6 @@ def matcher_of(meta: Mapping[str, Any]) -> str:
 
 def matcher_text(matchers: Mapping[str, str] | None) -> str:
     """The line of a comparison saying which matcher made each run's fact metrics."""
-    from hy_eval.harness._matcherquality import quality_of, quality_text
-
     a, b = (matchers or {}).get("a", "keyword"), (matchers or {}).get("b", "keyword")
     if a == b:
         return f"facts matched by the {a} matcher in both runs ({quality_text(a, quality_of(a))})"

@@ -40,7 +40,7 @@ from hy_eval.harness._cues import Cues, conflict, cue_words, read_cues
 from hy_eval.harness._keywords import Keyword, canonical, fold
 from hy_eval.harness._segment import inside_a_word, is_word, segments, words
 from hy_eval.harness._values import replaced_value
-from hy_eval.harness._words import STOP_WORDS, _ordered, latin_words, word_form, word_set
+from hy_eval.harness._words import _HAN, STOP_WORDS, _ordered, latin_words, word_form, word_set
 
 #: The share of the gold text's content words the prediction must hold. Chosen on the
 #: dev part of datasets/matcher_pairs/bench.jsonl: the highest threshold with the best
@@ -116,7 +116,7 @@ def _found(text: str, kw: str, names: tuple[str, ...], exact: bool) -> bool:
     return False
 
 
-_HAN_CLASS = "[\u3400-\u9fff\uf900-\ufaff]"
+_HAN_CLASS = f"[{_HAN}]"
 _HAN_LATIN_SPACE = re.compile(rf"(?<={_HAN_CLASS}) +(?=[a-z0-9])|(?<=[a-z0-9]) +(?={_HAN_CLASS})")
 
 

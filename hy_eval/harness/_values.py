@@ -18,7 +18,7 @@ import re
 from functools import lru_cache
 from typing import Any
 
-from hy_eval.harness._segment import _tokenizer
+from hy_eval.harness._segment import _tokenizer, segments
 from hy_eval.harness._words import fold, word_set
 
 #: Chinese part-of-speech tags of proper names: places, transliterated names,
@@ -117,6 +117,5 @@ def _class_words(folded: str) -> frozenset[str]:
     """The words of a folded text that contrast classes compare: Latin words, and the
     Chinese words of the segmenter with their dictionary sub-words."""
     out = set(re.findall(r"[a-z][a-z'’-]*", folded))
-    for w, _, _ in _tokenizer().tokenize(folded, mode="search", HMM=False):
-        out.add(w)
+    out.update(folded[a:b] for a, b in segments(folded)[1])
     return frozenset(out)
