@@ -20,7 +20,12 @@ from hy_eval.harness._dataset import (
     select_cases,
 )
 from hy_eval.harness._perturb import perturb_suite
-from hy_eval.harness._runfolder import apply_saved, folder_problem, settings_problem
+from hy_eval.harness._runfolder import (
+    apply_saved,
+    endpoint_mismatch,
+    folder_problem,
+    settings_problem,
+)
 from hy_eval.harness._runlog import RECORDS_NAME, RunFolderError, RunManifest, read_manifest
 from hy_eval.memory import PromptError, PromptLibrary
 from hy_eval.memory._prompts import LANGUAGES, STAGES
@@ -62,6 +67,9 @@ def plan_run(cfg: RunConfig, suite: Suite | None = None) -> RunPlan:
             raise RunError(str(exc)) from None
         # Provider, model and base URL stay the command line's (checked by the runner).
         apply_saved(cfg, previous.params)
+        problem = endpoint_mismatch(Path(cfg.resume), previous, cfg)
+        if problem:
+            raise RunError(problem)
         suite = None  # the suite the manifest names
     problem = settings_problem(cfg)
     if problem:

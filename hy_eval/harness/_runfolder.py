@@ -3,9 +3,11 @@
 - A folder is written by one run at a time: an OS lock (``fcntl.flock``) on
   ``DIR/.lock``, held while the run writes. The kernel drops it when the process dies,
   so a killed run leaves no stale lock.
-- ``--resume DIR`` talks to the model of the command line and never to the URL written
-  in ``DIR/manifest.json`` (a copied folder could name any server, and the key would go
-  there); a manifest naming another provider, model or endpoint is refused. The original
+- ``--resume DIR`` takes every endpoint and credential-bearing setting from the command
+  line, the pipeline's and the judge's alike, and never from ``DIR/manifest.json`` (a
+  copied folder could name any server, and the key would go there): a manifest naming
+  another provider, model or endpoint is refused. The same holds for the answer cache
+  file, so a resume cannot write answers where the later runs will not look. The original
   run's settings (which cases, cache mode, concurrency, timeouts) are kept unless the
   command line sets them to something other than their default.
 - Settings are checked before anything is made: a count below one, a negative time or a
@@ -25,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from hy_eval._redact import redact
 from hy_eval.harness._matching import MATCHERS
 from hy_eval.harness._runlog import RunManifest
+from hy_eval.llm import DEFAULT_CACHE_PATH
 
 if TYPE_CHECKING:  # for annotations only: never imported at run time
     from hy_eval.harness._runner import RunConfig
@@ -50,14 +53,12 @@ KEPT_ON_RESUME = (
     "batch_poll_interval",
     "batch_cancel_on_interrupt",
 )
-#: Identity fields a resume takes from the manifest. Provider, model and base URL are
-#: not among them: they come from the command line and must match the manifest.
+#: Identity fields a resume takes from the manifest. No endpoint is among them: the
+#: pipeline's and the judge's provider, model and base URL come from the command line and
+#: must match the manifest (:func:`endpoint_mismatch`).
 SAVED_IDENTITY = (
     "suite",
     "matcher",
-    "judge_provider",
-    "judge_model",
-    "judge_base_url",
     "judge_variant",
     "structured",
     "variant",
@@ -130,8 +131,19 @@ def model_mismatch(
     )
 
 
+#: Command-line flags of the settings a resume must be given again, by ``params`` key:
+#: the judge's endpoint and the answer cache file.
+RESUME_FLAGS = (
+    ("--judge-provider", "judge_provider"),
+    ("--judge-model", "judge_model"),
+    ("--judge-base-url", "judge_base_url"),
+    ("--cache", "cache_path"),
+)
+
+
 def resume_command(run_dir: Path, manifest: RunManifest) -> str:
-    """The command that resumes ``run_dir``, with the model flags it was run with."""
+    """The command that resumes ``run_dir``, with the model, judge and cache flags it was
+    run with."""
     params = manifest.params
     parts = ["python", "run_eval.py", "--resume", str(run_dir)]
     if manifest.provider not in (None, "local"):
@@ -139,7 +151,38 @@ def resume_command(run_dir: Path, manifest: RunManifest) -> str:
     for flag, key in (("--model", "model"), ("--base-url", "base_url")):
         if params.get(key):
             parts += [flag, str(params[key])]
+    for flag, key in RESUME_FLAGS:
+        value = params.get(key)
+        if value and value != _DEFAULTS.get(key):
+            parts += [flag, str(value)]
     return redact(" ".join(shlex.quote(p) for p in parts))
+
+
+#: The defaults of the settings in ``RESUME_FLAGS`` (``None``: the pipeline's model).
+_DEFAULTS: dict[str, Any] = {"cache_path": DEFAULT_CACHE_PATH}
+
+
+def endpoint_mismatch(run_dir: Path, manifest: RunManifest, cfg: RunConfig) -> str | None:
+    """Why a resume's command line does not name the judge endpoint or the cache file the
+    run was started with, or ``None``. The judge's provider, model and base URL are the
+    command line's and must equal the manifest's, so no folder can choose where a key is
+    sent. The cache file may be named anew (``--cache``), but a resume that leaves it at
+    its default while the run used another file is refused: its answers would be written
+    where later runs with that ``--cache`` do not look."""
+    params = manifest.params
+    judged = cfg.matcher == "judge" or params.get("matcher") == "judge"
+    for flag, key in RESUME_FLAGS:
+        saved, given = params.get(key), getattr(cfg, key)
+        if key == "cache_path":
+            if given != DEFAULT_CACHE_PATH or saved in (None, DEFAULT_CACHE_PATH):
+                continue
+        elif not judged or redact(str(saved or "")) == redact(str(given or "")):
+            continue
+        return redact(
+            f"{run_dir} was run with {flag} {saved or '(none)'}, this command line "
+            f"gives {given or '(none)'}; resume with: {resume_command(run_dir, manifest)}"
+        )
+    return None
 
 
 def _int_at_least(value: Any, low: int) -> bool:
