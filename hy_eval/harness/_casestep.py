@@ -16,7 +16,7 @@ from hy_eval.harness._dataset import Case
 from hy_eval.harness._judge import Judge
 from hy_eval.harness._matching import Matcher, VerdictMatcher, static_matcher
 from hy_eval.harness._runlog import CaseRecord
-from hy_eval.harness._scoring import Outcome, score_case
+from hy_eval.harness._scoring import CaseScore, Outcome, score_case
 from hy_eval.llm import (
     CacheMiss,
     LLMClient,
@@ -96,10 +96,36 @@ async def run_case(
         fields.update(_pipeline_fields(result, store, case, outcome, llm, prices))
     if outcome.error is not None:
         fields.update(status="error", error=outcome.error)
-    score = score_case(case, outcome, await _matcher(case, outcome, matcher, judge, label))
+    score = await _score(case, outcome, fields, matcher, judge, label)
     fields["latency_s"] = round(time.perf_counter() - started, 4)
     fields["score"] = score.as_dict()
     return CaseRecord(**fields)
+
+
+async def _score(
+    case: Case,
+    outcome: Outcome,
+    fields: dict[str, Any],
+    matcher: str,
+    judge: Judge | None,
+    label: str,
+) -> CaseScore:
+    """The case's score. Matching (the judge's model calls included) is under the same
+    rule as the pipeline: an unexpected exception costs this case, never the run."""
+    try:
+        return score_case(case, outcome, await _matcher(case, outcome, matcher, judge, label))
+    except ModelProcessDied as exc:
+        exc.case_id = label
+        raise
+    except (CacheMiss, RunStopped):
+        raise
+    except Exception as exc:
+        outcome.error = (
+            f"internal error while matching ({matcher}): "
+            f"{type(exc).__name__}: {short_text(str(exc))}"
+        )
+        fields.update(status="error", error=outcome.error)
+        return score_case(case, outcome)
 
 
 async def _matcher(

@@ -23,6 +23,7 @@ from typing import Any
 from hy_eval.harness._expect import GoldFact
 from hy_eval.harness._matching import Verdict, VerdictMatcher, gold_text
 from hy_eval.llm import LLMClient, ModelOptions, ProviderError, Request
+from hy_eval.llm._base import short_text
 from hy_eval.memory import PromptLibrary
 from hy_eval.memory._prompts import JUDGE_STAGE
 
@@ -37,16 +38,20 @@ JUDGE_SCHEMA: dict[str, Any] = {
 }
 #: Room for a one-sentence reason; a longer answer is cut and then unusable.
 JUDGE_MAX_TOKENS = 200
+#: The most characters of a judge's reason kept in a record: the schema's bound, which a
+#: server that ignores the schema (or a cached answer from one) may exceed by megabytes.
+REASON_LIMIT = JUDGE_SCHEMA["properties"]["reason"]["maxLength"]
 
 
 def read_verdict(parsed: Any, parse_error: str | None) -> Verdict:
     """The verdict in a parsed answer, or an unusable one saying why."""
     if parse_error:
-        return Verdict(False, "", f"unparsable answer: {parse_error}")
+        return Verdict(False, "", f"unparsable answer: {short_text(parse_error)}")
     if not isinstance(parsed, dict) or not isinstance(parsed.get("same"), bool):
         return Verdict(False, "", 'no boolean "same" in the answer')
     reason = parsed.get("reason")
-    return Verdict(parsed["same"], reason if isinstance(reason, str) else "")
+    reason = reason[:REASON_LIMIT] if isinstance(reason, str) else ""
+    return Verdict(parsed["same"], reason)
 
 
 class Judge:
@@ -85,7 +90,7 @@ class Judge:
                 request, label=f"{label} judge".strip(), stage=JUDGE_STAGE
             )
         except ProviderError as exc:
-            return Verdict(False, "", f"provider error: {exc.kind}: {exc}")
+            return Verdict(False, "", f"provider error: {exc.kind}: {short_text(str(exc))}")
         return read_verdict(completion.parsed, completion.parse_error)
 
     async def verdicts(

@@ -89,20 +89,32 @@ class AnthropicProvider:
             raise sdk_error("anthropic", anthropic, exc) from None
         if isinstance(resp, str) or not hasattr(resp, "content"):
             raise ProviderError("server", "anthropic: malformed response body (not a message)")
+        try:
+            return self._completion(resp)
+        except (TypeError, AttributeError, ValueError):
+            # The SDK builds its objects without validating them: ``content: null`` or a
+            # block without a type arrives as is.
+            raise ProviderError(
+                "server", "anthropic: malformed response body (not a message)"
+            ) from None
+
+    def _completion(self, resp: Any) -> Completion:
         texts: list[str] = []
         parsed: dict[str, Any] | None = None
         for block in resp.content:
             if block.type == "tool_use" and parsed is None:
                 parsed = dict(block.input) if isinstance(block.input, dict) else None
             elif block.type == "text":
+                if not isinstance(block.text, str):
+                    raise TypeError("text block without text")
                 texts.append(block.text)
         # A forced tool's input arrives as an object; plain text is parsed by LLMClient.
         text = json.dumps(parsed, ensure_ascii=False) if parsed is not None else "".join(texts)
         return Completion(
             text=text,
             finish_reason=resp.stop_reason,
-            usage=Usage(resp.usage.input_tokens or 0, resp.usage.output_tokens or 0),
-            model_id=resp.model or self.model,
+            usage=Usage.read(resp.usage.input_tokens, resp.usage.output_tokens, "anthropic"),
+            model_id=str(resp.model or self.model),
             parsed=parsed,
         )
 

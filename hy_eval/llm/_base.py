@@ -54,6 +54,35 @@ class Usage:
             self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens
         )
 
+    @staticmethod
+    def read(input_tokens: Any, output_tokens: Any, vendor: str) -> Usage:
+        """The usage a server reported, checked: a missing count is 0; one that is not a
+        whole number from 0 to ``MAX_TOKEN_COUNT`` (``Infinity``, ``-1e9``, ``1e40``, a
+        string) makes the answer malformed, as a hostile or broken server would write it;
+        it would otherwise crash the run or poison the cost figures."""
+        return Usage(
+            _token_count(input_tokens, vendor, "input"),
+            _token_count(output_tokens, vendor, "output"),
+        )
+
+
+#: Above any prompt or answer a model takes or writes in one call.
+MAX_TOKEN_COUNT = 10_000_000
+
+
+def _token_count(value: Any, vendor: str, which: str) -> int:
+    if value is None:
+        return 0
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_TOKEN_COUNT:
+        raise ProviderError(
+            "server",
+            f"{vendor}: malformed response body "
+            f"({which} token count {short_text(repr(value), 40)})",
+        )
+    return value
+
 
 @dataclass(frozen=True)
 class Completion:
@@ -70,6 +99,19 @@ class Completion:
     parse_error: str | None = None
     cached: bool = False
     retries: int = 0
+
+    def __post_init__(self) -> None:
+        # A server writes these two labels; a record keeps them, so they are bounded here,
+        # where every path (providers, batches, the cache) makes its completions.
+        if self.finish_reason is not None and len(str(self.finish_reason)) > LABEL_LIMIT:
+            object.__setattr__(self, "finish_reason", str(self.finish_reason)[:LABEL_LIMIT])
+        if len(self.model_id) > LABEL_LIMIT:
+            object.__setattr__(self, "model_id", self.model_id[:LABEL_LIMIT])
+
+
+#: The most characters kept of a completion's ``finish_reason`` and ``model_id``: real
+#: ones are a word and a model name.
+LABEL_LIMIT = 120
 
 
 class ConfigError(ValueError):

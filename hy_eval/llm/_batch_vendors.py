@@ -277,7 +277,7 @@ def message_completion(message: dict[str, Any], model: str = "") -> Completion:
     return Completion(
         text=text,
         finish_reason=message.get("stop_reason"),
-        usage=Usage(int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)),
+        usage=Usage.read(usage.get("input_tokens"), usage.get("output_tokens"), "anthropic"),
         model_id=str(message.get("model") or model),
         parsed=parsed,
     )

@@ -76,9 +76,8 @@ def completion_from_body(resp: Any, structured: str, model: str) -> Completion:
         choice = resp["choices"][0]
         text = answer_text(choice["message"], structured)
         usage_data = resp.get("usage") or {}
-        usage = Usage(
-            int(usage_data.get("prompt_tokens") or 0),
-            int(usage_data.get("completion_tokens") or 0),
+        usage = Usage.read(
+            usage_data.get("prompt_tokens"), usage_data.get("completion_tokens"), "openai"
         )
         finish_reason = choice.get("finish_reason")
         model_id = resp.get("model") or model
