@@ -7,7 +7,7 @@ The model sees existing memories under short ids (``m1``, ``m2``...), never data
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -328,7 +328,36 @@ async def reconcile(
         return result
     result.raw = ops
     if use_guard:
-        result.applied, result.guard_events = guard(ops, facts, by_id, speakers, stored_subjects)
-    else:
-        result.applied = list(ops)
+        ops, result.guard_events = guard(ops, facts, by_id, speakers, stored_subjects)
+    result.applied = one_change_each(ops, {d: s for s, d in short_ids.items()})
     return result
+
+
+def one_change_each(ops: list[Operation], names: dict[int, str]) -> list[Operation]:
+    """A memory is changed by at most one operation of an answer: the first, in fact
+    order, that names it. A later operation loses the targets an earlier one took; left
+    with none, an UPDATE or SUPERSEDE becomes an ADD (its text is new) and a DELETE does
+    nothing, with a note naming the fact that took them. Without this, two UPDATEs that
+    cross (fact 0 ``UPDATE [m1, m2]``, fact 1 ``UPDATE [m2, m1]``) end with both memories
+    deleted as merged and neither new text kept. ``names`` gives the answer's short ids."""
+    taken: dict[int, int] = {}
+    out: list[Operation] = []
+    for op in ops:
+        lost = [t for t in op.targets if t in taken] if op.op in CHANGING_OPS else []
+        kept = tuple(t for t in op.targets if t not in taken)
+        taken.update((t, op.fact) for t in kept if op.op in CHANGING_OPS)
+        if not lost:
+            out.append(op)
+            continue
+        why = (
+            f"{', '.join(names.get(t, str(t)) for t in lost)} already changed by "
+            f"fact {taken[lost[0]]}"
+        )
+        note = f"{op.note}; {why}" if op.note else why
+        if kept:
+            out.append(replace(op, targets=kept, note=note))
+        else:
+            out.append(
+                Operation("NONE" if op.op == "DELETE" else "ADD", op.fact, (), op.text, note)
+            )
+    return out

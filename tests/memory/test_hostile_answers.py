@@ -64,6 +64,52 @@ def test_other_operations_act_once_per_named_memory(op):
     assert [e["op"] for e in store.history(m1)] == ["ADD", op]
 
 
+CROSSING = {
+    "crossing-updates": [("UPDATE", ["m1", "m2"]), ("UPDATE", ["m2", "m1"])],
+    "update-then-supersede": [("UPDATE", ["m1"]), ("SUPERSEDE", ["m1"])],
+    "update-then-delete": [("UPDATE", ["m1", "m2"]), ("DELETE", ["m2"])],
+}
+
+
+@pytest.mark.parametrize("ops", CROSSING.values(), ids=CROSSING.keys())
+def test_a_memory_is_changed_by_one_operation_of_an_answer(ops):
+    """R3. Fact 0 ``UPDATE [m1, m2]`` and fact 1 ``UPDATE [m2, m1]``, with no DELETE
+    anywhere, ended with m1 and m2 both deleted and neither new text active, and nothing
+    said why. The first operation (in fact order) that names a memory takes it; a later
+    one loses it, and with nothing left an UPDATE or SUPERSEDE is added and a DELETE does
+    nothing, with a note naming the fact that took the memory."""
+    store = MemoryStore()
+    seed(store, "tim", "The user likes tea.", "The user likes green tea.")
+    texts = ["The user likes green tea and coffee.", "The user drinks coffee daily."]
+    with ScriptedModel() as model:
+        model.extract.append(
+            {"facts": [{"text": t, "owner": "user"} for t in texts], "basic_info": {}}
+        )
+        model.reconcile.append(
+            {
+                "operations": [
+                    {"op": op, "fact": i, "target_ids": ids, "text": texts[i]}
+                    for i, (op, ids) in enumerate(ops)
+                ]
+            }
+        )
+        result = add(model.client(store))
+    active = {m.text for m in store.get_all("tim")}
+    assert texts[0] in active  # fact 0's change took effect
+    second_op = ops[1][0]
+    if second_op != "DELETE":
+        assert texts[1] in active  # fact 1's text is kept, not lost with a deleted memory
+    later = result.reconciliation.applied[1]
+    assert later.targets == ()
+    assert later.op == ("NONE" if second_op == "DELETE" else "ADD")
+    assert "already changed by fact 0" in later.note
+    # The store's history says why as well.
+    events = [e for m in store.get_all("tim") for e in store.history(m.id)]
+    assert second_op == "DELETE" or any(
+        "already changed by fact 0" in (e.get("note") or "") for e in events
+    )
+
+
 def test_an_oversized_extraction_is_cut_to_the_schema_limits_and_counted():
     store = MemoryStore()
     facts = [{"text": f"The user owns bike number {i}.", "owner": "user"} for i in range(10_000)]
