@@ -18,9 +18,12 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from hy_eval._exitcodes import ExitCode
+from hy_eval._redact import redact
 from hy_eval.harness._casestep import run_case
 from hy_eval.harness._plan import RunError, RunPlan
 from hy_eval.llm import Completion, ConfigError, LLMClient, PriceTable, ProviderError, Request
+from hy_eval.llm._base import short_text
 from hy_eval.llm._batch import STATE_NAME, BatchEngine, BatchState
 from hy_eval.llm._batch_spool import SPOOL_NAME, RequestSpool
 from hy_eval.llm._cache import cache_key, canonical_json
@@ -108,7 +111,14 @@ def fill_cache_by_batches(
         raise RunError(str(exc)) from None
     if batch_llm.options != llm.options:
         raise RunError("--batch: the batch client's structured-output mode differs from the run's")
-    interrupted = asyncio.run(_rounds(cfg, plan, todo, engine))
+    try:
+        interrupted = asyncio.run(_rounds(cfg, plan, todo, engine))
+    except ProviderError as exc:
+        # A refused key, a batch endpoint that answers nonsense: the run cannot go on
+        # by batches. What was submitted is kept in batches.json for a resume.
+        raise RunError(
+            f"--batch: {short_text(str(exc), 300)}; resume with: {resume}", ExitCode.PROVIDER
+        ) from None
     if interrupted:
         where = plan.run_dir / STATE_NAME
         if cfg.batch_cancel_on_interrupt:
@@ -184,4 +194,5 @@ def _on_sigint(handler: Callable[[], None]) -> Callable[[], None]:
 
 
 def _say(line: str) -> None:
-    print(f"hy-eval: batch {line}", file=sys.stderr, flush=True)
+    # Batch lines carry the vendor's words (ids, error messages), which may echo the key.
+    print(f"hy-eval: batch {redact(line)}", file=sys.stderr, flush=True)

@@ -19,16 +19,24 @@ import asyncio
 import json
 import os
 import random
+import re
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
-from hy_eval.llm._base import ConfigError, ProviderError
-from hy_eval.llm._batch_vendors import BatchItem, RemoteState, Vendor, vendor_for
+from hy_eval.llm._base import ConfigError, ProviderError, short_text
+from hy_eval.llm._batch_vendors import (
+    BatchItem,
+    RemoteState,
+    Vendor,
+    batch_id_problem,
+    same_model,
+    vendor_for,
+)
 from hy_eval.llm._client import LLMClient, finished_completion
 
 STATE_NAME = "batches.json"
@@ -54,15 +62,66 @@ class KeptBatch:
     outcome: dict[str, int] = field(default_factory=dict)
 
 
+class BatchStateError(ConfigError):
+    """``batches.json`` is not what this program writes: one line naming it."""
+
+
+#: The type of each field of a kept batch, as ``batches.json`` holds it.
+_KEPT_TYPES: dict[str, type] = {
+    "id": str,
+    "vendor": str,
+    "model": str,
+    "round": int,
+    "keys": list,
+    "status": str,
+    "outcome": dict,
+}
+#: Each batch's ``keys`` are cache keys: hex digests.
+_KEY_RE = re.compile(r"[0-9a-f]{16,128}")
+
+
+def kept_batch(entry: Any, where: str) -> KeptBatch:
+    """The kept batch in one entry of ``batches.json``; ``BatchStateError`` if it is not
+    one (unknown or missing fields, wrong types, an id that is no batch id)."""
+    if not isinstance(entry, dict) or set(entry) != set(_KEPT_TYPES):
+        raise BatchStateError(f"{where}: not a kept batch (fields {sorted(_KEPT_TYPES)})")
+    for name, kind in _KEPT_TYPES.items():
+        value = entry[name]
+        if not isinstance(value, kind) or isinstance(value, bool):
+            raise BatchStateError(f"{where}: {name} is not a {kind.__name__}")
+    problem = batch_id_problem(entry["id"])
+    if problem:
+        raise BatchStateError(f"{where}: {problem}")
+    if not all(isinstance(k, str) and _KEY_RE.fullmatch(k) for k in entry["keys"]):
+        raise BatchStateError(f"{where}: keys are not cache keys")
+    if not all(isinstance(n, int) and not isinstance(n, bool) for n in entry["outcome"].values()):
+        raise BatchStateError(f"{where}: outcome counts are not whole numbers")
+    return KeptBatch(**entry)
+
+
 class BatchState:
-    """The batches of one run folder, in ``batches.json``."""
+    """The batches of one run folder, in ``batches.json``. A file this program did not
+    write (garbage, an extra key, a batch id like ``../files/x``) is refused with one line
+    (``BatchStateError``): its ids would go into the vendor's URLs with the key."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self.batches: list[KeptBatch] = []
         if path.exists():
+            self.batches = self._read(path)
+
+    @staticmethod
+    def _read(path: Path) -> list[KeptBatch]:
+        fix = "delete it to submit the batches again"
+        try:
             data = json.loads(path.read_text(encoding="utf-8"))
-            self.batches = [KeptBatch(**b) for b in data.get("batches", [])]
+        except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+            raise BatchStateError(f"{path}: not readable as JSON ({exc}); {fix}") from None
+        if not isinstance(data, dict) or set(data) != {"version", "batches"}:
+            raise BatchStateError(f"{path}: not a batch list (version, batches); {fix}")
+        if data["version"] != 1 or not isinstance(data["batches"], list):
+            raise BatchStateError(f"{path}: not a version 1 batch list; {fix}")
+        return [kept_batch(entry, f"{path}: batch {i}") for i, entry in enumerate(data["batches"])]
 
     def known_keys(self) -> set[str]:
         """Keys of every request ever submitted from this folder."""
@@ -209,11 +268,13 @@ class BatchEngine:
         def failed(key: str, outcome: str, reason: str) -> None:
             counts[outcome] += 1
             if len(report.failures) < FAILURES_SHOWN:
-                report.failures.append((key, outcome, reason))
+                # The vendor's words: one line, secrets out (an error may echo the key).
+                report.failures.append((key, outcome, short_text(reason)))
 
+        asked = self.llm.provider.model
         async for result in self.vendor.results(kept.id):
             if result.key not in wanted:
-                continue  # not one of this batch's requests, or given twice
+                continue  # not one of this batch's requests, or given twice, or unreadable
             wanted.discard(result.key)
             item = items.get(result.key)
             if result.outcome != "succeeded" or result.completion is None:
@@ -221,6 +282,10 @@ class BatchEngine:
             elif item is None:
                 # A request this run no longer makes (its suite or prompts changed).
                 failed(result.key, "failed", "not a request of this run")
+            elif not same_model(result.completion.model_id, asked):
+                # Cached, it would be taken for this model's answer by every later run.
+                model = result.completion.model_id
+                failed(result.key, "failed", f"answered by model {model}, not {asked}")
             else:
                 completion = finished_completion(item.request, result.completion)
                 cache.put(item.key, item.fields, completion, item.canonical)

@@ -13,13 +13,53 @@ interactively, and its ``custom_id`` is the answer cache key.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from hy_eval.llm._base import Completion, ConfigError, Provider, Request, Usage, sdk_error
+from hy_eval.llm._base import (
+    Completion,
+    ConfigError,
+    Provider,
+    ProviderError,
+    Request,
+    Usage,
+    sdk_error,
+)
 
 MIB = 1024 * 1024
+
+#: What a batch id looks like at both vendors (``batch_…``, ``msgbatch_…``). An id goes
+#: into a URL path, so one with a slash or dots (``../files/…``) would reach another
+#: endpoint with the key: refused wherever an id comes from (the vendor, ``batches.json``).
+BATCH_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}")
+
+
+def batch_id_problem(batch_id: Any) -> str | None:
+    """Why ``batch_id`` cannot be a batch id, or ``None``."""
+    if isinstance(batch_id, str) and BATCH_ID_RE.fullmatch(batch_id):
+        return None
+    return f"{json.dumps(batch_id)[:60]} is not a batch id (letters, digits, _ and -)"
+
+
+def checked_id(batch_id: Any, vendor: str) -> str:
+    """``batch_id`` as the vendor gave it, or ``ProviderError`` for one that is none."""
+    problem = batch_id_problem(batch_id)
+    if problem:
+        raise ProviderError("bad_answer", f"{vendor}: the batch endpoint answered with {problem}")
+    return str(batch_id)
+
+
+def same_model(answered: str, asked: str) -> bool:
+    """Whether an answer naming model ``answered`` is an answer of ``asked``: the same
+    name, or a dated version of it (``gpt-4o`` answered as ``gpt-4o-2024-08-06``; an alias
+    ending in ``-latest`` answered as any version of its stem). An empty name says
+    nothing and is taken."""
+    if not answered or answered == asked:
+        return True
+    stem = asked.removesuffix("-latest")
+    return answered.startswith(stem + "-")
 
 
 @dataclass(frozen=True)
@@ -122,7 +162,7 @@ class OpenAIBatches:
             )
         except (self._sdk.APIError, ValueError) as exc:
             raise sdk_error("openai", self._sdk, exc) from None
-        return str(batch["id"])
+        return checked_id(batch.get("id") if isinstance(batch, dict) else None, "openai")
 
     async def _get(self, batch_id: str) -> dict[str, Any]:
         try:
@@ -153,11 +193,23 @@ class OpenAIBatches:
                 async with self._client.files.with_streaming_response.content(file_id) as resp:
                     async for text in resp.iter_lines():
                         if text.strip():
-                            yield self._result(json.loads(text))
+                            yield self._result(text)
             except (self._sdk.APIError, ValueError) as exc:
                 raise sdk_error("openai", self._sdk, exc) from None
 
-    def _result(self, line: dict[str, Any]) -> ItemResult:
+    def _result(self, text: str) -> ItemResult:
+        """One output line's result. A line that is no JSON object, or whose parts have the
+        wrong shapes, is no result: its request is then missing from the output, failed,
+        and asked interactively."""
+        try:
+            line = json.loads(text)
+            if not isinstance(line, dict):
+                raise TypeError("not a JSON object")
+            return self._read(line)
+        except (TypeError, ValueError, AttributeError, RecursionError) as exc:
+            return ItemResult("", "failed", reason=f"unreadable output line: {exc}")
+
+    def _read(self, line: dict[str, Any]) -> ItemResult:
         from hy_eval.llm._openai import completion_from_body
 
         key = str(line.get("custom_id"))
@@ -213,7 +265,7 @@ class AnthropicBatches:
             batch = await self._client.messages.batches.create(requests=requests)
         except (self._sdk.APIError, ValueError) as exc:
             raise sdk_error("anthropic", self._sdk, exc) from None
-        return str(batch.id)
+        return checked_id(getattr(batch, "id", None), "anthropic")
 
     async def state(self, batch_id: str) -> RemoteState:
         try:
@@ -236,11 +288,19 @@ class AnthropicBatches:
         try:
             decoder = await self._client.messages.batches.results(batch_id)
             async for entry in decoder:
-                yield self._result(entry.model_dump(mode="json"))
+                yield self._result(entry)
         except (self._sdk.APIError, ValueError) as exc:
             raise sdk_error("anthropic", self._sdk, exc) from None
 
-    def _result(self, line: dict[str, Any]) -> ItemResult:
+    def _result(self, entry: Any) -> ItemResult:
+        """One result entry's outcome; one of the wrong shape is no result (its request
+        is then missing from the output, failed, and asked interactively)."""
+        try:
+            return self._read(entry.model_dump(mode="json"))
+        except (TypeError, ValueError, AttributeError, ProviderError) as exc:
+            return ItemResult("", "failed", reason=f"unreadable result: {exc}")
+
+    def _read(self, line: dict[str, Any]) -> ItemResult:
         key = str(line.get("custom_id"))
         result = line.get("result") or {}
         kind = result.get("type")

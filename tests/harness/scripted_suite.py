@@ -114,7 +114,9 @@ class SuiteModel:
         if isinstance(item, Reply):
             return item
         text = item if isinstance(item, str) else json.dumps(item, ensure_ascii=False)
-        return Reply(body=openai_completion(text))
+        # Answered by the model asked, as a vendor does (a batch result naming another
+        # model is refused).
+        return Reply(body=openai_completion(text, model=req.body.get("model", "loopback-model")))
 
     def expected_answer(self, case_id, prompt, facts):
         """ADD for every fact, but the operations the case expects on shown memories."""

@@ -26,9 +26,12 @@ def echo_script(fail=()):
         text = req.messages[-1]["content"]
         if text in fail:
             return Reply(400, {"error": {"message": f"refused {text}", "code": 400}})
+        # Answered by the model asked, as a vendor does (a batch result naming another
+        # model is refused).
+        model = req.body["model"]
         if req.path.endswith("/messages"):
-            return Reply(body=anthropic_message(tool_input={"echo": text}))
-        return Reply(body=openai_completion(json.dumps({"echo": text})))
+            return Reply(body=anthropic_message(tool_input={"echo": text}, model=model))
+        return Reply(body=openai_completion(json.dumps({"echo": text}), model=model))
 
     return answer
 
