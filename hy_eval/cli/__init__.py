@@ -21,6 +21,7 @@ import sys
 from collections.abc import Sequence
 
 from hy_eval._exitcodes import ExitCode
+from hy_eval._terminal import echo, echo_lines
 from hy_eval.cli import (
     _cache,
     _compare,
@@ -82,10 +83,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args))
     except UserError as exc:
-        print(f"hy-eval: error: {exc}", file=sys.stderr)
+        first, *more = exc.lines or ("",)
+        echo_lines([f"hy-eval: error: {first}", *more], err=True)
         return exc.exit_code
     except KeyboardInterrupt:
-        print("hy-eval: interrupted", file=sys.stderr)
+        echo("hy-eval: interrupted", err=True)
         return ExitCode.INTERRUPTED
     except BrokenPipeError:
         return ExitCode.OK

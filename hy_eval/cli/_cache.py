@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from hy_eval._exitcodes import ExitCode
+from hy_eval._terminal import echo
 from hy_eval.cli._errors import UserError
 from hy_eval.cli._model import add_cache_flag, add_model_flags, cache_path, model_options
 
@@ -23,9 +24,9 @@ def _existing_cache(args: argparse.Namespace) -> Any:
 
 def cmd_cache_stats(args: argparse.Namespace) -> int:
     stats = _existing_cache(args).stats()
-    print(f"cache {stats['path']}: {stats['answers']} answers, {stats['bytes']:,} bytes")
+    echo(f"cache {stats['path']}: {stats['answers']} answers, {stats['bytes']:,} bytes")
     for row in stats["by_model"]:
-        print(f"  {row['provider']}:{row['model']}  {row['answers']}")
+        echo(f"  {row['provider']}:{row['model']}  {row['answers']}")
     return ExitCode.OK
 
 
@@ -37,7 +38,7 @@ def cmd_cache_explain(args: argparse.Namespace) -> int:
         raise UserError(str(exc)) from None
     if not rows:
         raise UserError(f"no cached answer whose key starts with {args.key!r} in {cache.path}")
-    print(json.dumps(rows, ensure_ascii=False, indent=2))
+    echo(json.dumps(rows, ensure_ascii=False, indent=2))
     return ExitCode.OK
 
 
@@ -70,7 +71,7 @@ def cmd_cassette_record(args: argparse.Namespace) -> int:
     if code != ExitCode.OK or runner.llm is None:
         raise UserError("the recording run had provider errors; nothing written", ExitCode.PROVIDER)
     n = export_cassette(AnswerCache(cache_path(args)), runner.llm.keys_used, out_path)
-    print(f"cassette written: {out_path} ({n} answers, {summary['cases']} cases)")
+    echo(f"cassette written: {out_path} ({n} answers, {summary['cases']} cases)")
     return ExitCode.OK
 
 
@@ -84,7 +85,7 @@ def cmd_cassette_import(args: argparse.Namespace) -> int:
         raise UserError(f"{args.file}: file not found") from None
     except ValueError as exc:
         raise UserError(str(exc)) from None
-    print(f"imported {n} answers into {path}")
+    echo(f"imported {n} answers into {path}")
     return ExitCode.OK
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from hy_eval._exitcodes import ExitCode
+from hy_eval._terminal import echo
 from hy_eval.cli._errors import UserError
 
 
@@ -24,7 +25,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         )
     except CompareError as exc:
         raise UserError(str(exc)) from None
-    print(comparison_text(result))
+    echo(comparison_text(result))
     if args.json:
         Path(args.json).write_text(json.dumps(result, ensure_ascii=False, indent=1))
     if args.html:
@@ -34,7 +35,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
             page = write_compare_page(args.html, result, args.run_a, args.run_b)
         except OSError as exc:
             raise UserError(f"{args.html}: cannot write the page ({exc.strerror})") from None
-        print(f"comparison page: {page}")
+        echo(f"comparison page: {page}")
     return ExitCode.OK
 
 
@@ -46,7 +47,7 @@ def cmd_baseline_bless(args: argparse.Namespace) -> int:
         path = bless(args.run_dir, args.out)
     except (GateConfigError, CompareError) as exc:
         raise UserError(str(exc)) from None
-    print(f"baseline written: {path}")
+    echo(f"baseline written: {path}")
     return ExitCode.OK
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from hy_eval._exitcodes import ExitCode
+from hy_eval._terminal import echo
 from hy_eval.cli._errors import UserError
 
 
@@ -62,11 +63,11 @@ def cmd_render(args: argparse.Namespace) -> int:
     messages = _normalised(args.file)
     user = resolve_user_name(messages)
     for other in user.conflicts:
-        print(
+        echo(
             f"warning: user name {other!r} differs from {user.name!r}; the first one is used",
-            file=sys.stderr,
+            err=True,
         )
-    print(render_conversation(messages, lang=args.lang))
+    echo(render_conversation(messages, lang=args.lang))
     return ExitCode.OK
 
 
@@ -81,7 +82,7 @@ def cmd_parse_history(args: argparse.Namespace) -> int:
     except HistoryError as exc:
         raise UserError(f"{args.file}: {exc}") from None
     out = [{k: v for k, v in asdict(m).items() if v is not None} for m in parsed.messages]
-    print(json.dumps(out, ensure_ascii=False, indent=2))
+    echo(json.dumps(out, ensure_ascii=False, indent=2))
     return ExitCode.OK
 
 

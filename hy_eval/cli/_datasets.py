@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 from hy_eval._exitcodes import ExitCode
+from hy_eval._terminal import echo
 from hy_eval.cli._errors import UserError
 
 
@@ -35,7 +35,7 @@ def cmd_datasets_validate(args: argparse.Namespace) -> int:
         else:
             cases = suite.cases  # each access parses every case again
             langs = {lang: sum(c.lang == lang for c in cases) for lang in ("en", "zh")}
-            print(f"{suite.name}: {len(cases)} cases ok ({langs['en']} en, {langs['zh']} zh)")
+            echo(f"{suite.name}: {len(cases)} cases ok ({langs['en']} en, {langs['zh']} zh)")
             if suite.kind == "memory":
                 from hy_eval.harness._goldcheck import check_suite_gold
                 from hy_eval.harness._merges import check_suite_merges
@@ -44,7 +44,7 @@ def cmd_datasets_validate(args: argparse.Namespace) -> int:
                 if not args.no_merges:
                     problems.extend(check_suite_merges(suite))
     for line in problems:
-        print(line, file=sys.stderr)
+        echo(line, err=True)
     return ExitCode.USAGE if problems else ExitCode.OK
 
 
@@ -56,7 +56,7 @@ def cmd_datasets_import_locomo(args: argparse.Namespace) -> int:
         stats = import_locomo(Path(args.path), Path(args.out), history_chars=args.history_chars)
     except LocomoError as exc:
         raise UserError(str(exc)) from None
-    print(stats.text)
+    echo(stats.text)
     return ExitCode.OK
 
 
@@ -68,10 +68,10 @@ def cmd_datasets_stats(args: argparse.Namespace) -> int:
         rates = Path(args.rates) if args.rates else None
         stats = suite_stats(load_suite(args.suite), args.discordance, rates)
     except DatasetError as exc:
-        raise UserError("\n".join(exc.problems)) from None
+        raise UserError(exc.problems) from None
     except ValueError as exc:
         raise UserError(str(exc)) from None
-    print(json.dumps(stats.as_dict(), indent=1) if args.json else format_stats(stats))
+    echo(json.dumps(stats.as_dict(), indent=1) if args.json else format_stats(stats))
     return ExitCode.OK
 
 

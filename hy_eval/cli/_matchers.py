@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from hy_eval._exitcodes import ExitCode
+from hy_eval._terminal import echo
 from hy_eval.cli._errors import UserError
 from hy_eval.cli._model import add_model_flags, model_options
 
@@ -72,7 +73,7 @@ def cmd_matchers_evaluate(args: argparse.Namespace) -> int:
     try:
         pairs = read_pairs(args.file)
     except PairFileError as exc:
-        raise UserError("\n".join(exc.problems[:20])) from None
+        raise UserError(exc.problems[:20]) from None
 
     def make_judge() -> Any:
         from hy_eval.harness._judge import Judge
@@ -89,7 +90,7 @@ def cmd_matchers_evaluate(args: argparse.Namespace) -> int:
         if not pairs:
             raise UserError(f"{args.file}: no pair of split {args.split!r}")
     result = evaluate(pairs, decide_all(pairs, names, make_judge))
-    print(evaluation_text(result))
+    echo(evaluation_text(result))
     if args.json:
         Path(args.json).write_text(json.dumps(result, ensure_ascii=False, indent=1))
     if args.quality:
@@ -103,7 +104,7 @@ def cmd_matchers_evaluate(args: argparse.Namespace) -> int:
             },
         }
         Path(args.quality).write_text(json.dumps(quality, ensure_ascii=False, indent=1) + "\n")
-        print(f"wrote each matcher's precision and recall per language to {args.quality}")
+        echo(f"wrote each matcher's precision and recall per language to {args.quality}")
     return ExitCode.OK
 
 
@@ -126,10 +127,10 @@ def cmd_matchers_draw(args: argparse.Namespace) -> int:
     _write(Path(args.out), rows)
     related = sum(c.related for c in chosen)
     unrelated = len(chosen) - related
-    print(f"wrote {len(chosen)} pairs ({related} related, {unrelated} unrelated) to {args.out}")
+    echo(f"wrote {len(chosen)} pairs ({related} related, {unrelated} unrelated) to {args.out}")
     if args.blind:
         _write(Path(args.blind), blind_rows(rows))
-        print(f"wrote the judges' copy (no keywords, no case ids) to {args.blind}")
+        echo(f"wrote the judges' copy (no keywords, no case ids) to {args.blind}")
     return ExitCode.OK
 
 
@@ -156,7 +157,7 @@ def cmd_matchers_agree(args: argparse.Namespace) -> int:
         result = agreement(first, second)
     except VerdictFileError as exc:
         raise UserError(str(exc)) from None
-    print(agreement_text(result))
+    echo(agreement_text(result))
     if args.json:
         try:
             Path(args.json).write_text(json.dumps(result, ensure_ascii=False, indent=1))
@@ -171,7 +172,7 @@ def cmd_matchers_agree(args: argparse.Namespace) -> int:
         except VerdictFileError as exc:
             raise UserError(str(exc)) from None
         _write(Path(args.out), rows)
-        print(f"wrote {len(rows)} judged pairs to {args.out}")
+        echo(f"wrote {len(rows)} judged pairs to {args.out}")
     return ExitCode.OK
 
 

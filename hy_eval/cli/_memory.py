@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from typing import Any
 
 from hy_eval._exitcodes import ExitCode
+from hy_eval._terminal import echo, neutralise
 from hy_eval.cli._conversation import load_conversation_file
 from hy_eval.cli._errors import UserError, at_least
 from hy_eval.cli._model import add_model_flags, make_llm, model_options
@@ -34,7 +34,7 @@ def cmd_memory_add(args: argparse.Namespace) -> int:
         guard=not args.no_guard,
         temperature=options.temperature,
     )
-    print(f"model: {llm.provider.name}:{llm.provider.model}", file=sys.stderr)
+    echo(f"model: {llm.provider.name}:{llm.provider.model}", err=True)
 
     async def go() -> Any:
         try:
@@ -54,7 +54,7 @@ def cmd_memory_add(args: argparse.Namespace) -> int:
         raise UserError(f"provider error: {exc}", ExitCode.PROVIDER) from None
     except ModelProcessDied as exc:  # nothing was written to the store
         raise UserError(str(exc), ExitCode.PROVIDER) from None
-    print(json.dumps(_added(result), ensure_ascii=False, indent=2))
+    echo(json.dumps(_added(result), ensure_ascii=False, indent=2))
     return ExitCode.OK
 
 
@@ -83,7 +83,8 @@ def cmd_memory_search(args: argparse.Namespace) -> int:
     at_least("--limit", args.limit, 1)
     store = MemoryStore(args.db)
     for m in store.search(args.query, args.user_id, args.limit):
-        print(f"{m.id}\t{m.owner}\t{m.text}")
+        # One row per memory, tab-separated: a tab or line break inside a field is escaped.
+        echo("\t".join(neutralise(v, keep="") for v in (m.id, m.owner, m.text)), keep="\t")
     return ExitCode.OK
 
 
@@ -94,7 +95,7 @@ def cmd_memory_show(args: argparse.Namespace) -> int:
     snap = store.snapshot(args.user_id)
     for m in snap["memories"]:
         m["history"] = store.history(m["id"])
-    print(json.dumps(snap, ensure_ascii=False, indent=2))
+    echo(json.dumps(snap, ensure_ascii=False, indent=2))
     return ExitCode.OK
 
 

@@ -4,10 +4,10 @@ suite; then the gates. The work is the harness's; this module reads flags and pr
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
 from hy_eval._exitcodes import ExitCode
+from hy_eval._terminal import echo
 from hy_eval.cli._errors import UserError
 from hy_eval.cli._matchers import add_matcher_flags, matcher_settings
 from hy_eval.cli._model import add_model_flags, model_options
@@ -67,7 +67,7 @@ def _print_perturbations(summary: dict[str, Any]) -> None:
     from hy_eval.harness._metamorphic import terminal_lines
 
     for line in terminal_lines(summary):
-        print(line)
+        echo(line)
 
 
 def _loaded_suite(suite: str | None) -> Any:
@@ -109,14 +109,14 @@ def cmd_run(args: argparse.Namespace) -> int:
                 exc.exit_code,
             ) from None
         raise UserError(str(exc), exc.exit_code) from None
-    print(terminal_summary(summary, run_dir))
+    echo(terminal_summary(summary, run_dir))
     _print_perturbations(summary)
     if code == ExitCode.PROVIDER:
         rate = summary["metrics"]["error_rate"]["value"]
-        print(
+        echo(
             f"hy-eval: error: {rate:.1%} of cases failed with provider errors "
             f"(tolerance {config.max_error_rate:.1%})",
-            file=sys.stderr,
+            err=True,
         )
         return code
     if gates is not None:
@@ -131,7 +131,7 @@ def _apply_gates(gates: Any, summary: dict[str, Any], run_dir: Any, baseline: st
         verdict = apply_gates(gates, summary, run_dir, baseline)
     except (GateConfigError, CompareError) as exc:
         raise UserError(str(exc)) from None
-    print(verdict.text, file=sys.stdout if verdict.passed else sys.stderr)
+    echo(verdict.text, err=not verdict.passed)
     return ExitCode.OK if verdict.passed else ExitCode.GATE
 
 
@@ -152,7 +152,7 @@ def cmd_matrix(args: argparse.Namespace) -> int:
         raise UserError("--resume takes a single run folder; resume each combination's folder")
 
     def show(entry: MatrixEntry) -> None:
-        print(f"== {entry.name}\n{terminal_summary(entry.summary, entry.run_dir)}")
+        echo(f"== {entry.name}\n{terminal_summary(entry.summary, entry.run_dir)}")
         _print_perturbations(entry.summary)
 
     try:
@@ -167,8 +167,8 @@ def cmd_matrix(args: argparse.Namespace) -> int:
         )
     except RunError as exc:
         raise UserError(str(exc), exc.exit_code) from None
-    print(result.text)
-    print(f"matrix report: {result.report}")
+    echo(result.text)
+    echo(f"matrix report: {result.report}")
     return result.code
 
 
@@ -179,7 +179,7 @@ def cmd_history(args: argparse.Namespace) -> int:
         report = run_history_suite(args.suite or "history")
     except ValueError as exc:
         raise UserError(str(exc)) from None
-    print(report.text)
+    echo(report.text)
     return ExitCode.OK if report.passed == report.total else ExitCode.GATE
 
 

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from hy_eval._terminal import neutralise
 from hy_eval.harness._aggregate import RecordRows, case_counts, case_table
 from hy_eval.harness._matching import matcher_of, matcher_text
 from hy_eval.harness._outputs_diff import structural_diff
@@ -73,20 +74,21 @@ def outputs_of(record: CaseRecord) -> dict[str, Any]:
 def run_outcomes(run_dir: str | Path) -> RunOutcomes:
     """The per-case counts, verdicts (k of n repeats, the run's ``--pass-k``) and outputs
     of the run in ``run_dir``, read through ``_runlog`` and counted by ``_aggregate``."""
-    from hy_eval.harness._metamorphic import read_perturb_file
+    from hy_eval.harness._compare_input import checked_records, read_perturbation
 
-    try:
-        run = read_run(run_dir)
-    except RunFolderError as exc:
-        raise CompareError(str(exc)) from None
     rows = RecordRows()
     outputs: dict[str, dict[str, Any]] = {}
     checks: list[dict[str, Any]] = []
-    for rec in run.records():
-        rows.add(rec)
-        checks.append(slim_record(rec))
-        if rec.repeat == 0:
-            outputs[rec.id] = outputs_of(rec)
+    try:  # a run folder is input: a bad record is one line naming it, not a traceback
+        run = read_run(run_dir)
+        for rec in checked_records(run.records_path):
+            rows.add(rec)
+            checks.append(slim_record(rec))
+            if rec.repeat == 0:
+                outputs[rec.id] = outputs_of(rec)
+        perturbation = read_perturbation(Path(run_dir))
+    except RunFolderError as exc:
+        raise CompareError(str(exc)) from None
     manifest = run.manifest
     table = case_table(rows, manifest.params.get("pass_k"))
     counts = case_counts(table) if len(rows) else {}
@@ -99,7 +101,7 @@ def run_outcomes(run_dir: str | Path) -> RunOutcomes:
         outputs,
         manifest.model_dump(mode="json"),
         checks,
-        read_perturb_file(Path(run_dir)),
+        perturbation,
     )
 
 
@@ -487,4 +489,6 @@ def comparison_text(result: Mapping[str, Any]) -> str:
         f"MDE: the difference this suite detects with 80% power at alpha {alpha:g}; "
         "smaller differences are noise here.",
     ]
-    return "\n".join(lines)
+    # Labels, case ids, tags and rules come from the run folders: each line is made safe
+    # for a terminal, its own line breaks included, so no value can forge a line.
+    return "\n".join(neutralise(line, keep="") for line in lines)

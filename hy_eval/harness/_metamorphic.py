@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from hy_eval._terminal import echo
 from hy_eval.harness._dataset import load_suite, select_cases
 from hy_eval.harness._outputs_diff import structural_diff
 from hy_eval.harness._perturb import _name_pattern, perturb_suite
@@ -346,4 +347,4 @@ def perturbation_counts(suite_name: str = "multi_speaker", seed: int = 0) -> lis
 
 
 if __name__ == "__main__":
-    print("\n".join(perturbation_counts()))
+    echo("\n".join(perturbation_counts()))

@@ -7,6 +7,7 @@ import sys
 import time
 from typing import Any
 
+from hy_eval._terminal import echo
 from hy_eval.llm import LLMClient
 
 
@@ -51,11 +52,11 @@ class Progress:
             elapsed = time.perf_counter() - self.started
             ran = self.done - self.initial
             eta = elapsed / ran * (self.total - self.done) if ran else 0.0
-            print(
+            echo(
                 f"  {self.done}/{self.total} cases, {elapsed:.0f} s, ETA {eta:.0f} s, "
                 f"calls {info['calls']}, "
                 f"cache hits {info['hits']}, tokens {info['tok']}, errors {info['err']}",
-                file=sys.stderr,
+                err=True,
             )
 
     def close(self) -> None:

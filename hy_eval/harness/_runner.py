@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import signal
-import sys
 import time
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import Any
 
 from hy_eval._exitcodes import ExitCode
 from hy_eval._redact import redact_tree
+from hy_eval._terminal import echo
 from hy_eval.harness._batchrun import BATCH_PRICE_FACTOR, fill_cache_by_batches
 from hy_eval.harness._casestep import run_case
 from hy_eval.harness._dataset import CaseRef, DatasetError, Suite
@@ -286,11 +286,11 @@ class Runner:
         repeats = (
             f", {cfg.repeats} repeats at temperature {cfg.temperature:g}" if cfg.repeats > 1 else ""
         )
-        print(
+        echo(
             f"hy-eval: {plan.suite.name}: {len(plan.cases)} cases ({done} already done), "
             f"provider {llm.provider.name}, model {llm.provider.model}, variant {cfg.variant}, "
             f"cache {cfg.cache_mode}" + structured_note(llm) + repeats,
-            file=sys.stderr,
+            err=True,
         )
 
     def _execute(
@@ -342,10 +342,10 @@ class Runner:
                 plan.run_dir, saved, stats, wall, {c.id for c in plan.cases}, pass_k=cfg.pass_k
             )
         except KeyboardInterrupt:
-            print(
+            echo(
                 f"\nhy-eval: interrupted; finished cases are kept in {records}. "
                 f"Resume with: {resume}",
-                file=sys.stderr,
+                err=True,
             )
             raise
         finally:
