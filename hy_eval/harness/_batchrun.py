@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import asyncio
 import signal
-import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from hy_eval._exitcodes import ExitCode
 from hy_eval._redact import redact
+from hy_eval._terminal import echo
 from hy_eval.harness._casestep import run_case
 from hy_eval.harness._plan import RunError, RunPlan
 from hy_eval.llm import Completion, ConfigError, LLMClient, PriceTable, ProviderError, Request
@@ -128,9 +128,9 @@ def fill_cache_by_batches(
                 "the remote batches are left running (--batch-cancel-on-interrupt cancels "
                 "them on Ctrl-C instead)"
             )
-        print(
+        echo(
             f"\nhy-eval: interrupted; {what}; their ids are kept in {where}. Resume with: {resume}",
-            file=sys.stderr,
+            err=True,
         )
         raise KeyboardInterrupt
     return engine.state.totals()
@@ -195,4 +195,4 @@ def _on_sigint(handler: Callable[[], None]) -> Callable[[], None]:
 
 def _say(line: str) -> None:
     # Batch lines carry the vendor's words (ids, error messages), which may echo the key.
-    print(f"hy-eval: batch {redact(line)}", file=sys.stderr, flush=True)
+    echo(f"hy-eval: batch {redact(line)}", err=True, flush=True)

@@ -203,12 +203,10 @@ def test_a_torn_last_line_is_still_skipped(two_runs, tmp_path, capsys):
 
 #: Files that print without ``hy_eval._terminal``, with how many raw uses each holds.
 #: ``_llama_worker.py`` runs by path and imports nothing of hy_eval; its one line is a
-#: constant. ``_batchrun.py`` is to be routed through ``echo`` by its owner; remove it
-#: here when it is (this test then fails until the entry goes).
+#: constant.
 ALLOWED = {
     "hy_eval/_terminal.py": None,  # the function itself
     "hy_eval/llm/_llama_worker.py": 4,
-    "hy_eval/harness/_batchrun.py": 4,
 }
 #: What may be asked of the standard streams without writing to them.
 HARMLESS = {"isatty", "fileno", "flush", "encoding"}
