@@ -44,7 +44,7 @@ def cmd_baseline_bless(args: argparse.Namespace) -> int:
     from hy_eval.harness._gate import bless
 
     try:
-        path = bless(args.run_dir, args.out)
+        path = bless(args.run_dir, args.out, force=args.force)
     except (GateConfigError, CompareError) as exc:
         raise UserError(str(exc)) from None
     echo(f"baseline written: {path}")
@@ -80,4 +80,9 @@ def register(sub: Any) -> None:
     p = baseline.add_parser("bless", help="write reports/baselines/<suite>.json from a run")
     p.add_argument("run_dir")
     p.add_argument("--out", help="baseline path (default reports/baselines/<suite>.json)")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="replace a baseline over more cases, or of another suite or matcher",
+    )
     p.set_defaults(func=cmd_baseline_bless)

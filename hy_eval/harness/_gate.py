@@ -168,8 +168,35 @@ def default_baseline_path(suite: Any) -> Path:
     return BASELINES_DIR / f"{suite}.json"
 
 
-def bless(run_dir: str | Path, out: str | Path | None = None) -> Path:
-    """Write the baseline for a finished run. Explicit only: nothing else calls this."""
+def replacement_problem(path: Path, new: dict[str, Any]) -> str | None:
+    """Why the baseline ``new`` should not silently replace the one at ``path``: it covers
+    fewer cases, or another suite or matcher (a 12-case run blessed over the committed
+    457-case baseline would gate every later run on 12 cases). ``None`` when there is no
+    readable baseline there or nothing is lost."""
+    try:
+        old = json.loads(path.read_text(encoding="utf-8"))
+        before = len(old["cases"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    after = len(new["cases"])
+    reasons = []
+    if after < before:
+        reasons.append(f"{after} cases where it has {before}")
+    for key in ("suite", "matcher"):
+        if old.get(key) != new[key]:
+            reasons.append(f"{key} {new[key]} where it has {old.get(key)}")
+    if not reasons:
+        return None
+    return (
+        f"{path}: the run would replace this baseline with {', '.join(reasons)}; "
+        "bless it with --force to replace it anyway, or write it elsewhere with --out"
+    )
+
+
+def bless(run_dir: str | Path, out: str | Path | None = None, *, force: bool = False) -> Path:
+    """Write the baseline for a finished run. Explicit only: nothing else calls this.
+    Refuses (``GateConfigError``) to replace a baseline over more cases, or of another
+    suite or matcher, unless ``force``."""
     run = run_outcomes(run_dir)
     summary = read_run(run_dir).read_json("summary.json")
     if summary is None:
@@ -198,6 +225,9 @@ def bless(run_dir: str | Path, out: str | Path | None = None) -> Path:
         },
     }
     path = Path(out) if out else default_baseline_path(m["suite"])
+    problem = None if force else replacement_problem(path, data)
+    if problem:
+        raise GateConfigError(problem)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, ensure_ascii=False, indent=1, sort_keys=True) + "\n")
     return path

@@ -277,3 +277,27 @@ def test_matrix_run_over_two_variants(tmp_path, capsys):
     assert "| metric | openai--default | openai--no_examples |" in text
     assert "| case_pass | 1.000 | 1.000 |" in text
     assert "McNemar exact p = 1.0000" in text
+
+
+def test_bless_refuses_to_replace_a_baseline_over_more_cases(tmp_path, capsys):
+    """A 12-case run blessed over the committed 457-case baseline replaced it without a
+    word. Now fewer cases (or another matcher) is refused, one line naming both counts,
+    unless ``--force``; an equal or larger run replaces it."""
+    suite = write_suite(tmp_path / "toy", 6)
+    baseline = tmp_path / "baseline.json"
+    with SuiteModel(suite.cases) as model:
+        _, full = _run(model.server, tmp_path, tmp_path / "toy", "full")
+        _, small = _run(model.server, tmp_path, tmp_path / "toy", "small", "--limit", "2")
+        _, keyword = _run(model.server, tmp_path, tmp_path / "toy", "kw", "--matcher", "keyword")
+    assert main(["baseline", "bless", str(full), "--out", str(baseline)]) == 0
+    before = baseline.read_text()
+    capsys.readouterr()
+    assert main(["baseline", "bless", str(small), "--out", str(baseline)]) == 2
+    err = capsys.readouterr().err
+    assert "with 2 cases where it has 6" in err and "--force" in err
+    assert main(["baseline", "bless", str(keyword), "--out", str(baseline)]) == 2
+    assert "matcher keyword where it has strict" in capsys.readouterr().err
+    assert baseline.read_text() == before
+    assert main(["baseline", "bless", str(full), "--out", str(baseline)]) == 0
+    assert main(["baseline", "bless", str(small), "--out", str(baseline), "--force"]) == 0
+    assert len(json.loads(baseline.read_text())["cases"]) == 2
