@@ -112,6 +112,18 @@ def replaced_value(gold: str, predicted: str, names: tuple[str, ...]) -> str | N
     return None
 
 
+@lru_cache(maxsize=1)
+def _group_keys() -> dict[str, str]:
+    """Each contrast-class word and the first word of its group: one key per value."""
+    return {word: sorted(group)[0] for classes in _CONTRASTS for group in classes for word in group}
+
+
+def value_key(word: str) -> str:
+    """The form a content word is compared in by value: the key of its contrast group
+    (dad and father are one value), else the word itself."""
+    return _group_keys().get(word, word)
+
+
 @lru_cache(maxsize=65536)
 def _class_words(folded: str) -> frozenset[str]:
     """The words of a folded text that contrast classes compare: Latin words, and the

@@ -218,3 +218,52 @@ def test_datasets_validate_refuses_gold_the_matcher_cannot_find():
         fact_problems(_gold("user", "用户家里的留学预算在四十万以内。", ["40万"]), speakers) == []
     )
     assert fact_problems(_gold("user", "用户养了一只猫。", ["=猫"]), speakers) == []
+
+
+#: One value replaced in the gold's frame, or a change turned around (_frames).
+FRAME_NEAR_MISSES = [
+    (
+        "The user orders green tea every morning.",
+        ["tea"],
+        "The user orders black tea every morning.",
+        [],
+    ),
+    ("用户在公司负责财务。", ["公司"], "用户在公司负责销售。", []),
+    (
+        "Mia offered to paint the fence on Sundays.",
+        ["fence"],
+        "Mia offered to fix the fence on Sundays.",
+        ["Mia"],
+    ),
+    ("The user moved from Leeds to York.", ["York"], "The user moved from York to Leeds.", []),
+    ("用户把早饭从面包换成了燕麦。", ["燕麦"], "用户把早饭从燕麦换成了面包。", []),
+    ("Ada dropped French for Spanish.", ["Spanish"], "Ada dropped Spanish for French.", ["Ada"]),
+]
+
+#: Frames that keep their value: a verb or a light word said otherwise, the subject's
+#: place, a number written otherwise, a change told the same way round.
+FRAME_SAME = [
+    (
+        "Mia teaches piano at the music school.",
+        ["piano"],
+        "Mia gives piano lessons at the music school.",
+        ["Mia"],
+    ),
+    ("小林在银行做柜员。", ["柜员"], "小林在银行当柜员。", ["小林"]),
+    ("阿俊的女朋友在医院当护士。", ["护士"], "王丽在医院当护士。", ["阿俊"]),
+    ("The user's interview is at 11.", ["interview"], "The user's interview is at 11am.", []),
+    ("The user moved from Leeds to York.", ["York"], "The user left Leeds and moved to York.", []),
+]
+
+
+@pytest.mark.parametrize(("gold", "keywords", "predicted", "names"), FRAME_NEAR_MISSES)
+def test_a_replaced_value_in_the_frame_is_refused(gold, keywords, predicted, names):
+    verdict = decide(gold, keywords, predicted, names)
+    assert not verdict.accepted, verdict
+    assert "frame" in verdict.why or "other way round" in verdict.why
+
+
+@pytest.mark.parametrize(("gold", "keywords", "predicted", "names"), FRAME_SAME)
+def test_a_frame_that_keeps_its_value_is_accepted(gold, keywords, predicted, names):
+    verdict = decide(gold, keywords, predicted, names)
+    assert verdict.accepted, verdict
