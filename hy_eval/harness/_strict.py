@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from hy_eval.conversation._render import is_cjk
-from hy_eval.harness._cues import Cues, conflict, cue_words, read_cues
+from hy_eval.harness._cues import Cues, alternative_question, conflict, cue_words, read_cues
 from hy_eval.harness._frames import replaced_in_frame, turned_direction
 from hy_eval.harness._keywords import (
     Keyword,
@@ -423,7 +423,9 @@ def _sentence_cues(sentence: str, keywords: Sequence[Keyword], names: tuple[str,
     local = _cues_of("".join(held), names, whole=False)
     # A Latin question is one from its first word to its question mark; a Chinese
     # sentence may state a fact and then ask something else (你用的什么纸？).
+    # An alternative question (A还是B？) is one question, whichever clause holds the keyword.
     question = whole.question if script_of(sentence) == "en" else local.question
+    question = question or alternative_question(sentence)
     return Cues(negated=local.negated, plan=whole.plan, done=whole.done, question=question)
 
 

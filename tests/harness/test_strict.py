@@ -267,3 +267,25 @@ def test_a_replaced_value_in_the_frame_is_refused(gold, keywords, predicted, nam
 def test_a_frame_that_keeps_its_value_is_accepted(gold, keywords, predicted, names):
     verdict = decide(gold, keywords, predicted, names)
     assert verdict.accepted, verdict
+
+
+#: Contrast classes and cues: a role (teaches / takes classes, buys / borrows), a time
+#: counted from now (这个月 / 下个月), a negation beside a phrase that negates nothing
+#: (乳糖不耐受), an alternative question (A还是B？).
+CLASS_AND_CUE_NEAR_MISSES = [
+    ("Lena teaches yoga classes in Bristol.", ["yoga"], "Lena takes yoga classes in Bristol.", ["Lena"]),
+    ("The user bought a road bike.", ["bike"], "The user borrowed a road bike from Sam.", []),
+    ("用户这个月开始每天练琴。", ["练琴"], "用户下个月开始每天练琴。", []),
+    ("用户麸质不耐受。", ["麸质"], "用户不是麸质不耐受，吃面包没事。", []),
+    ("用户打算周末去爬山。", ["爬山"], "周末是去爬山好，还是在家休息？", []),
+]
+
+
+@pytest.mark.parametrize(("gold", "keywords", "predicted", "names"), CLASS_AND_CUE_NEAR_MISSES)
+def test_a_class_or_cue_near_miss_is_refused(gold, keywords, predicted, names):
+    verdict = decide(gold, keywords, predicted, names)
+    assert not verdict.accepted, verdict
+
+
+def test_a_phrase_that_negates_nothing_is_no_negation():
+    assert decide("用户乳糖不耐受。", ["乳糖"], "用户对乳糖不耐受，喝牛奶会拉肚子。").accepted
