@@ -47,6 +47,7 @@ from hy_eval.harness._keywords import (
     canonical,
     fold,
 )
+from hy_eval.harness._lexicon import translations
 from hy_eval.harness._segment import inside_a_word, is_word, segments, words
 from hy_eval.harness._values import replaced_value, value_key
 from hy_eval.harness._words import _HAN, STOP_WORDS, _ordered, latin_words, word_form, word_set
@@ -377,15 +378,15 @@ def decide(
 ) -> Decision:
     """Whether ``predicted`` states the gold fact (module docstring, rules 1 to 3)."""
     names_t = tuple(sorted(set(names)))
-    if keywords and not bounded_all(predicted, keywords, names_t):
+    cross = script_of(gold_text) != script_of(predicted)
+    if keywords and not _holds_all(predicted, keywords, names_t, cross):
         return Decision(False, 0.0, "a keyword is missing")
     gold_cues = _sentence_cues(gold_text, keywords, names_t)
     best: tuple[float, str] | None = None
-    cross = script_of(gold_text) != script_of(predicted)
     gold_words = content(gold_text, names_t, False)
     parts = sentences(predicted)
     for sentence in parts:
-        if len(parts) > 1 and keywords and not bounded_all(sentence, keywords, names_t):
+        if len(parts) > 1 and keywords and not _holds_all(sentence, keywords, names_t, cross):
             continue  # a glued sentence that does not hold the keywords is another fact
         if cross:
             score = 1.0
@@ -409,6 +410,19 @@ def decide(
     if problem:
         return Decision(False, score, problem)
     return Decision(True, score, "cross-language: keywords and cues" if cross else "agrees")
+
+
+def _holds_all(text: str, items: Sequence[Keyword], names: tuple[str, ...], cross: bool) -> bool:
+    """Every keyword item occurs in ``text``; across languages, an item may occur in
+    the other language's form the lexicon gives (``_lexicon``)."""
+    if not cross:
+        return bounded_all(text, items, names)
+    for item in items:
+        members = [item] if isinstance(item, str) else item
+        forms = [*members, *(t for m in members for t in translations(m))]
+        if not any(bounded(text, f, names) for f in forms):
+            return False
+    return True
 
 
 def _sentence_cues(sentence: str, keywords: Sequence[Keyword], names: tuple[str, ...]) -> Cues:

@@ -273,7 +273,12 @@ def test_a_frame_that_keeps_its_value_is_accepted(gold, keywords, predicted, nam
 #: counted from now (这个月 / 下个月), a negation beside a phrase that negates nothing
 #: (乳糖不耐受), an alternative question (A还是B？).
 CLASS_AND_CUE_NEAR_MISSES = [
-    ("Lena teaches yoga classes in Bristol.", ["yoga"], "Lena takes yoga classes in Bristol.", ["Lena"]),
+    (
+        "Lena teaches yoga classes in Bristol.",
+        ["yoga"],
+        "Lena takes yoga classes in Bristol.",
+        ["Lena"],
+    ),
     ("The user bought a road bike.", ["bike"], "The user borrowed a road bike from Sam.", []),
     ("用户这个月开始每天练琴。", ["练琴"], "用户下个月开始每天练琴。", []),
     ("用户麸质不耐受。", ["麸质"], "用户不是麸质不耐受，吃面包没事。", []),
@@ -289,3 +294,23 @@ def test_a_class_or_cue_near_miss_is_refused(gold, keywords, predicted, names):
 
 def test_a_phrase_that_negates_nothing_is_no_negation():
     assert decide("用户乳糖不耐受。", ["乳糖"], "用户对乳糖不耐受，喝牛奶会拉肚子。").accepted
+
+
+#: Other-language pairs: a keyword is found in the other language's form the lexicon
+#: gives (hy_eval/harness/data/lexicon_en_zh.txt).
+@pytest.mark.parametrize(
+    ("gold", "keywords", "predicted"),
+    [
+        ("The user is a nurse.", ["nurse"], "用户是一名护士。"),
+        ("用户对花粉过敏。", ["花粉"], "The user is allergic to pollen."),
+        ("The user's exam is in June.", ["June"], "用户的考试在六月。"),
+    ],
+)
+def test_an_other_language_keyword_is_found_through_the_lexicon(gold, keywords, predicted):
+    verdict = decide(gold, keywords, predicted)
+    assert verdict.accepted, verdict
+
+
+def test_the_lexicon_serves_other_language_pairs_only():
+    assert not decide("用户是一名护士。", ["护士"], "用户是一名nurse。").accepted
+    assert not decide("The user is a nurse.", ["nurse"], "用户是一名医生。").accepted
