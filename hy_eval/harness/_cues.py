@@ -111,10 +111,7 @@ def read_cues(sentence: str, zh_words: Sequence[str], whole: bool = True) -> Cue
     zh = set(zh_words)
     negated = any(w in _EN_NEGATIONS or w.endswith(("n't", "n’t")) for w in latin)
     negated = negated or "no longer" in lowered
-    negated = negated or any(
-        w in _ZH_NEGATIONS or (any(c in w for c in "不没未") and w not in _ZH_NOT_NEGATIONS)
-        for w in zh
-    )
+    negated = negated or _zh_negated(sentence, zh_words)
     plan = bool(zh & _ZH_PLAN) or any(w in _EN_PLAN_WORDS for w in latin)
     plan = plan or bool(_EN_PLAN_PHRASES.search(lowered))
     done = bool(zh & _ZH_DONE) or any(w in _EN_DONE_WORDS for w in latin)
@@ -125,8 +122,40 @@ def read_cues(sentence: str, zh_words: Sequence[str], whole: bool = True) -> Cue
     question = stripped.endswith(("?", "？")) or bool(_EN_ASKED.search(lowered))
     question = question or (whole and bool(_EN_QUESTION_START.match(lowered)))
     question = question or bool(zh & _ZH_QUESTION_WORDS) or bool(_ZH_A_NOT_A.search(sentence))
+    question = question or alternative_question(sentence)
     question = question or sentence.lstrip().startswith(_ZH_REQUEST_START)
     return Cues(negated=negated, plan=plan, done=done, question=question)
+
+
+def _zh_negated(sentence: str, zh_words: Sequence[str]) -> bool:
+    """Whether a Chinese word negates: a negation word, or a word with 不/没/未 that is
+    none of the words that negate nothing. Those are also looked for in the sentence as
+    written, since the segmenter may cut one (乳糖|不|耐受 for 乳糖不耐受)."""
+    masked = sentence
+    for phrase in _ZH_NOT_NEGATIONS:
+        masked = masked.replace(phrase, "\0" * len(phrase))
+    at = 0
+    for w in zh_words:
+        start = sentence.find(w, at)
+        if start < 0:
+            start = at
+        at = start + len(w)
+        if masked[start : start + len(w)] != w:
+            continue  # inside a phrase that negates nothing
+        if w in _ZH_NEGATIONS or (any(c in w for c in "不没未") and w not in _ZH_NOT_NEGATIONS):
+            return True
+    return False
+
+
+#: An alternative question, one question from its first clause to its question mark
+#: (A还是B？).
+_ZH_ALTERNATIVE = re.compile(r"还是[^。！!；;]*[？?]")
+
+
+def alternative_question(sentence: str) -> bool:
+    """Whether ``sentence`` asks A or B (星琼是攒着好，还是现在就抽？): a question as a
+    whole, even in its clauses without a question mark."""
+    return bool(_ZH_ALTERNATIVE.search(sentence))
 
 
 def cue_words() -> frozenset[str]:

@@ -21,7 +21,9 @@ A predicted fact states a gold fact when all of these hold:
    where both name numbers, they share one, and not with another unit
    (``number_conflict``); and it does not replace one of the gold's values by another of
    the same kind (``_values.replaced_value``: Padella / Dishoom, Friday / Saturday,
-   teaches / studies).
+   teaches / studies), nor keep the gold's frame of content words around one replaced
+   value or turn a change's direction around (``_frames``: walk / feed the dog on
+   Wednesdays; from Leeds to York / from York to Leeds).
 
 Among the pairs that pass, the assignment is one-to-one: the most gold facts matched,
 then the highest total agreement, and only then the best subject and owner, so a loose
@@ -36,10 +38,18 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from hy_eval.conversation._render import is_cjk
-from hy_eval.harness._cues import Cues, conflict, cue_words, read_cues
-from hy_eval.harness._keywords import Keyword, canonical, fold
+from hy_eval.harness._cues import Cues, alternative_question, conflict, cue_words, read_cues
+from hy_eval.harness._frames import replaced_in_frame, turned_direction
+from hy_eval.harness._keywords import (
+    Keyword,
+    _chinese_to_digits,
+    _english_to_digits,
+    canonical,
+    fold,
+)
+from hy_eval.harness._lexicon import translations
 from hy_eval.harness._segment import inside_a_word, is_word, segments, words
-from hy_eval.harness._values import replaced_value
+from hy_eval.harness._values import replaced_value, value_key
 from hy_eval.harness._words import _HAN, STOP_WORDS, _ordered, latin_words, word_form, word_set
 
 #: The share of the gold text's content words the prediction must hold. Chosen on the
@@ -204,6 +214,77 @@ def content(text: str, names: tuple[str, ...], search: bool) -> frozenset[str]:
     return frozenset(out)
 
 
+_LATIN_TOKEN = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
+#: Words after which an English word is a verb (the subject, a perfect or passive
+#: auxiliary), adverbs between them skipped: "Oskar teaches", "has flown", "was picked".
+_BEFORE_A_VERB = word_set(
+    "i we you he she they it user assistant has have had was were did does do 's ’s"
+)
+_BETWEEN = word_set("just already also still recently finally now never")
+
+
+@lru_cache(maxsize=65536)
+def content_sequence(text: str, names: tuple[str, ...]) -> tuple[tuple[int, str, bool], ...]:
+    """The content words of ``text`` in order, as ``content`` chooses them (segmenter
+    words, not the search words inside them), each with its offset in the text as
+    ``_frame_text`` writes it and whether it is fixed in the frame: an English verb, a
+    one-character Chinese word, or the first word of a Chinese fact (its subject's
+    place). A near miss replaces a value, and these words are no values (``_frames``)."""
+    t = _frame_text(text)
+    name_words = {w for n in names for w in latin_words(n)}
+    skip = {fold(n) for n in names} | {_latin_stem(w) for w in name_words} | _CUE_WORDS
+    out: list[tuple[int, str, bool]] = []
+    before: list[str] = []
+    for m in _LATIN_TOKEN.finditer(t):
+        w = m.group(0)
+        if any(map(is_cjk, w)):
+            before = []
+            continue
+        stem = _latin_stem(w)
+        if w not in STOP_WORDS and stem not in STOP_WORDS and stem not in skip:
+            out.append((m.start(), stem, _verb_like(before, w, name_words)))
+        before.append(w)
+    zh: list[tuple[int, str, bool]] = []
+    for a, b in segments(t, names)[0]:
+        w = t[a:b]
+        if any(is_cjk(ch) for ch in w) and w not in _ZH_STOP and w not in skip:
+            zh.append((a, w, len(w) == 1 or not zh))
+    return tuple(sorted(out + zh))
+
+
+def _verb_like(before: list[str], word: str, name_words: set[str]) -> bool:
+    """Whether ``word``, after the words ``before`` it, reads as a verb."""
+    prev = [w for w in before if w not in _BETWEEN]
+    if not prev:
+        return False
+    last = prev[-1]
+    if last in _BEFORE_A_VERB or last in name_words:
+        return True
+    return last in ("is", "are", "am") and word.endswith("ing")
+
+
+def _frame_text(text: str) -> str:
+    """The text the frame rules read: folded, numbers, ordinals and clock times as
+    digits (twenty-first is 21, 8pm is 20:00, 四千六 is 4600)."""
+    return _chinese_to_digits(_english_to_digits(_read_ordinals_and_clock(text)))
+
+
+def _frame_problem(gold: str, sentence: str, names: tuple[str, ...]) -> str | None:
+    """A replaced value in the gold's frame, or a change turned around (``_frames``)."""
+    g_seq = content_sequence(gold, names)
+    p_seq = content_sequence(sentence, names)
+    g_keys = [value_key(canonical(w)) for _, w, _ in g_seq]
+    p_keys = [value_key(canonical(w)) for _, w, _ in p_seq]
+    replaced = replaced_in_frame(
+        g_keys, p_keys, [fixed for _, _, fixed in g_seq], [fixed for _, _, fixed in p_seq]
+    )
+    if replaced:
+        return replaced
+    g_words = [(at, key) for (at, _, _), key in zip(g_seq, g_keys, strict=True)]
+    p_words = [(at, key) for (at, _, _), key in zip(p_seq, p_keys, strict=True)]
+    return turned_direction(_frame_text(gold), g_words, _frame_text(sentence), p_words)
+
+
 _ORDINALS = {
     w: str(i)
     for i, w in enumerate(
@@ -297,15 +378,15 @@ def decide(
 ) -> Decision:
     """Whether ``predicted`` states the gold fact (module docstring, rules 1 to 3)."""
     names_t = tuple(sorted(set(names)))
-    if keywords and not bounded_all(predicted, keywords, names_t):
+    cross = script_of(gold_text) != script_of(predicted)
+    if keywords and not _holds_all(predicted, keywords, names_t, cross):
         return Decision(False, 0.0, "a keyword is missing")
     gold_cues = _sentence_cues(gold_text, keywords, names_t)
     best: tuple[float, str] | None = None
-    cross = script_of(gold_text) != script_of(predicted)
     gold_words = content(gold_text, names_t, False)
     parts = sentences(predicted)
     for sentence in parts:
-        if len(parts) > 1 and keywords and not bounded_all(sentence, keywords, names_t):
+        if len(parts) > 1 and keywords and not _holds_all(sentence, keywords, names_t, cross):
             continue  # a glued sentence that does not hold the keywords is another fact
         if cross:
             score = 1.0
@@ -324,9 +405,24 @@ def decide(
         problem = number_conflict(gold_text, sentence)
     if problem is None and not cross:
         problem = replaced_value(gold_text, sentence, names_t)
+    if problem is None and not cross:
+        problem = _frame_problem(gold_text, sentence, names_t)
     if problem:
         return Decision(False, score, problem)
     return Decision(True, score, "cross-language: keywords and cues" if cross else "agrees")
+
+
+def _holds_all(text: str, items: Sequence[Keyword], names: tuple[str, ...], cross: bool) -> bool:
+    """Every keyword item occurs in ``text``; across languages, an item may occur in
+    the other language's form the lexicon gives (``_lexicon``)."""
+    if not cross:
+        return bounded_all(text, items, names)
+    for item in items:
+        members = [item] if isinstance(item, str) else item
+        forms = [*members, *(t for m in members for t in translations(m))]
+        if not any(bounded(text, f, names) for f in forms):
+            return False
+    return True
 
 
 def _sentence_cues(sentence: str, keywords: Sequence[Keyword], names: tuple[str, ...]) -> Cues:
@@ -341,7 +437,9 @@ def _sentence_cues(sentence: str, keywords: Sequence[Keyword], names: tuple[str,
     local = _cues_of("".join(held), names, whole=False)
     # A Latin question is one from its first word to its question mark; a Chinese
     # sentence may state a fact and then ask something else (你用的什么纸？).
+    # An alternative question (A还是B？) is one question, whichever clause holds the keyword.
     question = whole.question if script_of(sentence) == "en" else local.question
+    question = question or alternative_question(sentence)
     return Cues(negated=local.negated, plan=whole.plan, done=whole.done, question=question)
 
 

@@ -7,9 +7,11 @@ them to refuse a prediction that keeps a fact's words but replaces its main valu
   gold's named values while naming one the gold does not has replaced it (Padella ->
   Dishoom; 大理 -> 丽江).
 - **Contrast classes**: small closed sets whose members exclude each other: weekdays,
-  months, seasons, parts of the day, kin, and pairs of roles (teaches / studies, runs /
-  works at, sells / buys, lends / borrows). A gold fact with a member of one class and a
-  prediction with another member of the same class but not the gold's is a near miss.
+  months, seasons, parts of the day, days, weeks, months and years counted from now
+  (this month / next month), kin, and pairs of roles (teaches / studies or takes
+  classes, runs / works at, sells / buys / borrows / rents, lends / borrows). A gold
+  fact with a member of one class and a prediction with another member of the same
+  class but not the gold's is a near miss.
 """
 
 from __future__ import annotations
@@ -26,6 +28,14 @@ from hy_eval.harness._words import fold, word_set
 _ZH_PROPER_TAGS = frozenset({"ns", "nrt", "nt", "nz"})
 #: Capitalised words that name no value.
 _NOT_NAMES = word_set("i the a an user assistant mr mrs ms dr coach uncle aunt")
+
+#: Days, weeks, months and years counted from now.
+_RELATIVE_TIMES = (
+    "today 今天 | tomorrow 明天 | yesterday 昨天",
+    "这周 本周 这个星期 | 下周 下个星期 下星期 | 上周 上个星期 上星期",
+    "这个月 本月 | 下个月 下月 | 上个月 上月",
+    "今年 | 明年 | 去年",
+)
 
 # fmt: off
 _CONTRASTS: tuple[tuple[frozenset[str], ...], ...] = tuple(
@@ -54,9 +64,10 @@ _CONTRASTS: tuple[tuple[frozenset[str], ...], ...] = tuple(
         " niece nephew 侄子 侄女 外甥 外甥女 | father-in-law mother-in-law 公公 婆婆 岳父 岳母",
         "teach teaches teaching taught teacher 教 教课 授课 |"
         " study studies studying studied learn learns learning student attend attends 学 上课"
-        " 报班",
+        " 报班 take takes taking took 听课",
         "sell sells selling sold 卖 卖掉 出售 转卖 |"
-        " buy buys buying bought purchase purchased 买 买下 入手",
+        " buy buys buying bought purchase purchased 买 买下 入手 |"
+        " borrow borrows borrowing borrowed 借 借来 | rent rents renting rented 租 租了 租来",
         "lend lends lending lent 借给 | borrow borrows borrowing borrowed 借来 借了",
         "runs owns manages founded 开了 经营 | works 上班 打工",
         "pass passed passes 通过 考过 考上 | fail failed fails 挂科 没过 没考过 落榜",
@@ -64,6 +75,7 @@ _CONTRASTS: tuple[tuple[frozenset[str], ...], ...] = tuple(
         "stop stopped 停 停了 停药 | continue continues continued keep keeps 继续",
         "selling sell sells sold cleared clear clears 卖出 抛 清仓 |"
         " holding hold holds keep keeping still 持有 留着",
+        *_RELATIVE_TIMES,
         "arm arms 胳膊 手臂 | neck 脖子 | leg legs 腿 | face 脸 | back 背 后背 | hand hands 手",
     )
 )
@@ -112,10 +124,29 @@ def replaced_value(gold: str, predicted: str, names: tuple[str, ...]) -> str | N
     return None
 
 
+@lru_cache(maxsize=1)
+def _group_keys() -> dict[str, str]:
+    """Each contrast-class word and the first word of its group: one key per value."""
+    return {word: sorted(group)[0] for classes in _CONTRASTS for group in classes for word in group}
+
+
+def value_key(word: str) -> str:
+    """The form a content word is compared in by value: the key of its contrast group
+    (dad and father are one value), else the word itself."""
+    return _group_keys().get(word, word)
+
+
+#: Chinese time words counted from now, found in the text as written: the segmenter cuts
+#: some of them (这个|月).
+_ZH_RELATIVE_TIMES = frozenset(w for c in _RELATIVE_TIMES for w in c.split() if not w.isascii())
+
+
 @lru_cache(maxsize=65536)
 def _class_words(folded: str) -> frozenset[str]:
-    """The words of a folded text that contrast classes compare: Latin words, and the
-    Chinese words of the segmenter with their dictionary sub-words."""
+    """The words of a folded text that contrast classes compare: Latin words, the
+    Chinese words of the segmenter with their dictionary sub-words, and the Chinese
+    time words counted from now wherever they occur."""
     out = set(re.findall(r"[a-z][a-z'’-]*", folded))
     out.update(folded[a:b] for a, b in segments(folded)[1])
+    out.update(w for w in _ZH_RELATIVE_TIMES if w in folded)
     return frozenset(out)

@@ -218,3 +218,99 @@ def test_datasets_validate_refuses_gold_the_matcher_cannot_find():
         fact_problems(_gold("user", "用户家里的留学预算在四十万以内。", ["40万"]), speakers) == []
     )
     assert fact_problems(_gold("user", "用户养了一只猫。", ["=猫"]), speakers) == []
+
+
+#: One value replaced in the gold's frame, or a change turned around (_frames).
+FRAME_NEAR_MISSES = [
+    (
+        "The user orders green tea every morning.",
+        ["tea"],
+        "The user orders black tea every morning.",
+        [],
+    ),
+    ("用户在公司负责财务。", ["公司"], "用户在公司负责销售。", []),
+    (
+        "Mia offered to paint the fence on Sundays.",
+        ["fence"],
+        "Mia offered to fix the fence on Sundays.",
+        ["Mia"],
+    ),
+    ("The user moved from Leeds to York.", ["York"], "The user moved from York to Leeds.", []),
+    ("用户把早饭从面包换成了燕麦。", ["燕麦"], "用户把早饭从燕麦换成了面包。", []),
+    ("Ada dropped French for Spanish.", ["Spanish"], "Ada dropped Spanish for French.", ["Ada"]),
+]
+
+#: Frames that keep their value: a verb or a light word said otherwise, the subject's
+#: place, a number written otherwise, a change told the same way round.
+FRAME_SAME = [
+    (
+        "Mia teaches piano at the music school.",
+        ["piano"],
+        "Mia gives piano lessons at the music school.",
+        ["Mia"],
+    ),
+    ("小林在银行做柜员。", ["柜员"], "小林在银行当柜员。", ["小林"]),
+    ("阿俊的女朋友在医院当护士。", ["护士"], "王丽在医院当护士。", ["阿俊"]),
+    ("The user's interview is at 11.", ["interview"], "The user's interview is at 11am.", []),
+    ("The user moved from Leeds to York.", ["York"], "The user left Leeds and moved to York.", []),
+]
+
+
+@pytest.mark.parametrize(("gold", "keywords", "predicted", "names"), FRAME_NEAR_MISSES)
+def test_a_replaced_value_in_the_frame_is_refused(gold, keywords, predicted, names):
+    verdict = decide(gold, keywords, predicted, names)
+    assert not verdict.accepted, verdict
+    assert "frame" in verdict.why or "other way round" in verdict.why
+
+
+@pytest.mark.parametrize(("gold", "keywords", "predicted", "names"), FRAME_SAME)
+def test_a_frame_that_keeps_its_value_is_accepted(gold, keywords, predicted, names):
+    verdict = decide(gold, keywords, predicted, names)
+    assert verdict.accepted, verdict
+
+
+#: Contrast classes and cues: a role (teaches / takes classes, buys / borrows), a time
+#: counted from now (这个月 / 下个月), a negation beside a phrase that negates nothing
+#: (乳糖不耐受), an alternative question (A还是B？).
+CLASS_AND_CUE_NEAR_MISSES = [
+    (
+        "Lena teaches yoga classes in Bristol.",
+        ["yoga"],
+        "Lena takes yoga classes in Bristol.",
+        ["Lena"],
+    ),
+    ("The user bought a road bike.", ["bike"], "The user borrowed a road bike from Sam.", []),
+    ("用户这个月开始每天练琴。", ["练琴"], "用户下个月开始每天练琴。", []),
+    ("用户麸质不耐受。", ["麸质"], "用户不是麸质不耐受，吃面包没事。", []),
+    ("用户打算周末去爬山。", ["爬山"], "周末是去爬山好，还是在家休息？", []),
+]
+
+
+@pytest.mark.parametrize(("gold", "keywords", "predicted", "names"), CLASS_AND_CUE_NEAR_MISSES)
+def test_a_class_or_cue_near_miss_is_refused(gold, keywords, predicted, names):
+    verdict = decide(gold, keywords, predicted, names)
+    assert not verdict.accepted, verdict
+
+
+def test_a_phrase_that_negates_nothing_is_no_negation():
+    assert decide("用户乳糖不耐受。", ["乳糖"], "用户对乳糖不耐受，喝牛奶会拉肚子。").accepted
+
+
+#: Other-language pairs: a keyword is found in the other language's form the lexicon
+#: gives (hy_eval/harness/data/lexicon_en_zh.txt).
+@pytest.mark.parametrize(
+    ("gold", "keywords", "predicted"),
+    [
+        ("The user is a nurse.", ["nurse"], "用户是一名护士。"),
+        ("用户对花粉过敏。", ["花粉"], "The user is allergic to pollen."),
+        ("The user's exam is in June.", ["June"], "用户的考试在六月。"),
+    ],
+)
+def test_an_other_language_keyword_is_found_through_the_lexicon(gold, keywords, predicted):
+    verdict = decide(gold, keywords, predicted)
+    assert verdict.accepted, verdict
+
+
+def test_the_lexicon_serves_other_language_pairs_only():
+    assert not decide("用户是一名护士。", ["护士"], "用户是一名nurse。").accepted
+    assert not decide("The user is a nurse.", ["nurse"], "用户是一名医生。").accepted
