@@ -61,6 +61,10 @@ class GateResult:
     warnings: list[str] = field(default_factory=list)
     #: Gates that hold, with the effect each can see (issue 17).
     notes: list[str] = field(default_factory=list)
+    #: Baseline gates with no shared case to test: neither held nor failed.
+    untested: list[str] = field(default_factory=list)
+    #: Warnings of a gate whose run was worse than allowed but not significantly so.
+    unproven: int = 0
     comparison: dict[str, Any] | None = None
 
     @property
@@ -143,7 +147,7 @@ def consistency_checks(gates: Gates, summary: dict[str, Any], result: GateResult
                 f"(run with --perturb {name})"
             )
         elif value is None:
-            result.warnings.append(f"consistency.{name}: no case paired (nothing to check)")
+            result.untested.append(f"consistency.{name}: no case paired")
         elif value < spec["min"]:
             lo, hi = entry["ci"]
             result.failures.append(
@@ -286,7 +290,7 @@ def _absolute_checks(gates: Gates, metrics: dict[str, Any], result: GateResult) 
         entry = metrics.get(name) or {}
         value = entry.get("value")
         if value is None:
-            result.warnings.append(f"{name}: no value in this run (nothing to check)")
+            result.untested.append(f"{name}: no value in this run")
             continue
         lo, hi = entry.get("ci", [None, None])
         ci = f" [{_fmt(lo)}, {_fmt(hi)}]" if lo is not None else ""
@@ -346,7 +350,7 @@ def evaluate_outcomes(
     family = [m for m in limits if cmp["metrics"][m]["diff"] is not None]
     for name in limits:
         if name not in family:
-            result.warnings.append(f"{name}: no shared case has it in both runs (nothing to test)")
+            result.untested.append(f"{name}: no shared case has it in both runs")
     adjusted = holm([cmp["metrics"][m]["worse_test"]["p"] for m in family])
     z_mde = z_quantile(1 - alpha / max(1, len(family))) + Z_80
     for name, p_adj in zip(family, adjusted, strict=True):
@@ -381,21 +385,48 @@ def _drop_verdict(
         f"p {_p_text(test['p'], test['samples'])}, Holm over {family} gated metrics "
         f"{_p_text(p_adj, test['samples'], family)} (alpha {alpha:g})"
     )
-    sees = "" if mde is None else f"; this gate sees a {word} of {mde:.3f} or more (80% power)"
+    sees = "" if mde is None else _sees(word, mde, d["a"], higher, d["n"])
     if p_adj < alpha and worse > limit:
         cases = d["worse_cases"]
         listed = ", ".join(cases[:15]) + (f" ... ({len(cases)} in all)" if len(cases) > 15 else "")
         result.failures.append(f"{what}; worse on {name}: {listed or 'none'}")
     elif worse > limit:
+        result.unproven += 1
         result.warnings.append(f"{what}; not significant on this many cases, not failing{sees}")
     else:
         result.notes.append(f"{name}: {word} {worse:+.3f} within {limit:.3f}{sees}")
 
 
+def _sees(word: str, mde: float, base: float, higher: bool, n: int) -> str:
+    """The effect a gate sees with 80% power, in words a reader can check against the
+    metric's range: a rate cannot rise above 1 nor an accuracy drop below 0, so a gate
+    that needs more than the room left says it has too few cases."""
+    room = base if higher else 1.0 - base
+    if mde <= room:
+        return f"; this gate sees a {word} of {mde:.3f} or more (80% power)"
+    end = "0" if higher else "1"
+    return (
+        f"; on {n} cases this gate would see only a {word} of {mde:.3f} (80% power), more "
+        f"than the {room:.3f} left from {base:.3f} to {end}: too few cases to gate it"
+    )
+
+
 def gate_text(result: GateResult) -> str:
+    """Every gate's line, then one verdict line that says "all hold" only when every gate
+    was tested and none was worse than allowed."""
     lines = [f"gate FAILED: {f}" for f in result.failures]
+    lines += [f"gate UNTESTED: {u}" for u in result.untested]
     lines += [f"gate warning: {w}" for w in result.warnings]
     lines += [f"gate: {n}" for n in result.notes]
-    if result.ok:
+    if result.ok and not result.untested and not result.unproven:
         lines.append("gates: all hold")
+    elif result.ok:
+        parts = []
+        if result.untested:
+            parts.append(f"{len(result.untested)} could not be tested (no shared case)")
+        if result.unproven:
+            parts.append(
+                f"{result.unproven} worse than allowed but not significant on this many cases"
+            )
+        lines.append(f"gates: none failed, but {' and '.join(parts)}; read the lines above")
     return "\n".join(lines)

@@ -42,6 +42,7 @@ def apply_gates(
         json.dumps(
             {
                 "failures": result.failures,
+                "untested": result.untested,
                 "warnings": result.warnings,
                 "comparison": result.comparison,
             },

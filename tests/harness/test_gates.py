@@ -155,6 +155,43 @@ def test_same_drop_on_too_few_cases_passes_with_a_warning(tmp_path, capsys):
     assert code == 0
     assert "gate warning: case_pass = 0.667 vs baseline 1.000" in out.out
     assert "not significant" in out.out
+    # The verdict line does not say "all hold" when a gate was worse than allowed.
+    assert "gates: all hold" not in out.out
+    assert "gates: none failed, but 2 worse than allowed but not significant" in out.out
+
+
+def test_the_effect_a_gate_sees_is_bounded_by_the_metric_range():
+    """A rate cannot rise above 1: "this gate sees a rise of 2.240 or more" became a
+    statement that there are too few cases, with the room left."""
+    from hy_eval.harness._gate import _sees
+
+    assert _sees("rise", 2.24, 0.1, False, 12) == (
+        "; on 12 cases this gate would see only a rise of 2.240 (80% power), more than the "
+        "0.900 left from 0.100 to 1: too few cases to gate it"
+    )
+    assert "drop of 0.400 or more" in _sees("drop", 0.4, 0.9, True, 400)
+    assert "too few cases" in _sees("drop", 0.2, 0.143, True, 12)
+
+
+def test_a_gate_with_nothing_to_test_is_untested_not_held(tmp_path, capsys):
+    """A gate on a metric no shared case has (operation accuracy on a suite without
+    expected operations) was a warning under "gates: all hold"."""
+    suite = write_suite(tmp_path / "toy", 4)
+    gates = tmp_path / "gates.toml"
+    baseline = tmp_path / "baseline.json"
+    gates.write_text("[metrics.operation_accuracy]\nmax_drop = 0.0\n")
+    with SuiteModel(suite.cases) as model:
+        _, good = _run(model.server, tmp_path, tmp_path / "toy", "good")
+        assert main(["baseline", "bless", str(good), "--out", str(baseline)]) == 0
+        capsys.readouterr()
+        flags = ["--gate", str(gates), "--baseline", str(baseline)]
+        code, run = _run(model.server, tmp_path, tmp_path / "toy", "again", *flags)
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "gate UNTESTED: operation_accuracy: no shared case has it" in out
+    assert "gates: none failed, but 1 could not be tested (no shared case)" in out
+    assert "all hold" not in out
+    assert json.loads((run / "gates.json").read_text())["untested"]
 
 
 def test_absolute_floor_fails_without_a_baseline(tmp_path, capsys):
