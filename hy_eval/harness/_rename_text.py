@@ -26,11 +26,12 @@ speaker who no longer exists; one that took every capitalised occurrence turns "
 into "Grace I?". What these cues cannot tell ("Summer is my favourite season" beside a
 speaker Summer) is taken as the name.
 
-Chinese. A speaker's full name (the name field) is replaced wherever it stands: it is
-listed by the dataset, and the segmenter treats names as words of their own. Any other
-form (an alias, such as a given name used alone) is replaced only where it is a word, or a
-run of whole words, of the text as the segmenter (``_segment``: jieba with the speakers'
-names cut out first) splits it: 明 for 李明 stays in 明天 and 明白.
+Chinese. A speaker's full name (the name field) of two or more characters is replaced
+wherever it stands: it is listed by the dataset, and the segmenter treats names as words
+of their own. Any other form (an alias, such as a given name used alone, or a name of one
+character) is replaced only where it is a word, or a run of whole words, of the text as
+the segmenter (``_segment``: jieba with the speakers' names cut out first) splits it: 明
+for 李明 stays in 明天 and 明白.
 """
 
 from __future__ import annotations
@@ -100,8 +101,10 @@ def is_name_at(text: str, start: int, end: int, full_names: tuple[str, ...]) -> 
         return False
     if form.casefold() in COMMON_WORD_NAMES and _is_the_word(text, start, end):
         return False
-    if any(is_cjk(ch) for ch in form) and form not in full_names:
-        return is_word(text, (start, end), full_names)
+    if any(is_cjk(ch) for ch in form) and (form not in full_names or len(form) == 1):
+        # Names of two or more characters are cut out as words before segmenting; a
+        # one-character name would cut every such character out of its words.
+        return is_word(text, (start, end), tuple(n for n in full_names if len(n) > 1))
     return True
 
 

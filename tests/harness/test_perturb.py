@@ -300,3 +300,12 @@ def test_rename_never_draws_a_name_already_in_the_case(seed):
             assert new.casefold() not in old, (case.id, seed, p.note)
             if f"{new} (homonym)" in p.note and new.isascii():
                 assert new not in words and new.lower() in words, (case.id, p.note)
+
+
+def test_rename_keeps_a_one_character_name_inside_chinese_words():
+    case = _two_speakers("zh", "明", "王芳", "我叫明，明天见。", "明，你明白了吗？x")
+    for seed in range(4):
+        p = perturb(case, "rename", seed)
+        ming = _new_name(p, "明")
+        assert p.case.messages[0]["content"] == f"我叫{ming}，明天见。"
+        assert p.case.messages[1]["content"] == f"{ming}，你明白了吗？x"
