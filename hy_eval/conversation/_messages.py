@@ -13,6 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from hy_eval.conversation._lookalike import lookalike_letters, skeleton
+
 Role = Literal["system", "user", "assistant", "tool"]
 InputFormat = Literal["auto", "openai", "anthropic"]
 
@@ -123,14 +125,32 @@ def _fold(name: str) -> str:
 def _check_speaker_names(messages: list[ChatMessage], indices: list[int]) -> None:
     """A named human (``role=assistant`` with a name) may not carry a name of the current
     user: rendered as ``[Tim]: ...`` beside ``The user's name is Tim`` it would speak as
-    the user while being scored as somebody else (M6, issue 14)."""
+    the user while being scored as somebody else (M6, issue 14). Nor may a speaker's name
+    look like another speaker's without being it (``Tіm`` with a Cyrillic ``і`` beside
+    ``Tim``; ``skeleton``): a reader could not tell the two apart."""
     user_names = {_fold(m.name): m.name for m in messages if m.role == "user" and m.name}
+    #: Skeleton -> the first name seen with it and whose it is.
+    seen: dict[str, tuple[str, str]] = {}
+    for m in messages:
+        if m.role == "user" and m.name:
+            seen.setdefault(skeleton(m.name), (m.name, "the current user's name"))
     for m, index in zip(messages, indices, strict=True):
-        if m.is_named_human and m.name and _fold(m.name) in user_names:
+        if not (m.is_named_human and m.name):
+            continue
+        if _fold(m.name) in user_names:
             raise MessageError(
                 index,
                 f"name {m.name!r} is the current user's name "
                 f"({user_names[_fold(m.name)]!r}); another speaker needs another name",
+            )
+        other, whose = seen.setdefault(skeleton(m.name), (m.name, "another speaker's name"))
+        if other != m.name:
+            letters = "; ".join(lookalike_letters(m.name) or lookalike_letters(other))
+            raise MessageError(
+                index,
+                f"name {m.name!r} looks like {whose} {other!r}"
+                + (f" (look-alike letters: {letters})" if letters else "")
+                + "; another speaker needs a name that reads differently",
             )
 
 
@@ -186,9 +206,12 @@ def _clean_name(index: int, raw: Mapping[str, Any], role: str) -> str | None:
     stripped = name.strip()
     if not stripped:
         raise MessageError(index, "name is empty")
-    if any(ch in stripped for ch in "[]\n\r\t") or not stripped.isprintable():
+    # Full-width brackets count: NFKC makes them brackets, and a model reads them as such.
+    folded = unicodedata.normalize("NFKC", stripped)
+    if any(ch in folded for ch in "[]\n\r\t") or not stripped.isprintable():
         raise MessageError(index, f"name {name!r} contains a bracket or control character")
-    if role != "tool" and stripped.lower() in RESERVED_NAMES:
+    # A look-alike of a role label (``ｕｓｅｒ``, ``uѕer`` with a Cyrillic ѕ) reads as one.
+    if role != "tool" and skeleton(stripped) in RESERVED_NAMES:
         raise MessageError(index, f"name {name!r} is reserved for a role label")
     return stripped
 

@@ -8,7 +8,10 @@ Format, one message per line group::
 
 A body line (any line of a message after its first) that could be read back as a label
 or a name line is escaped with one leading backslash, so content can never change who
-is speaking when the text is parsed again (see ``hy_eval.conversation._parse``). A
+is speaking when the text is parsed again (see ``hy_eval.conversation._parse``). So is
+a body line that a model would read as one although parsing would not: ``[user]:x``
+without the space, an indented label, a zero-width space or byte-order mark before the
+bracket, full-width ``［user］：`` (``_lookalike.looks_like_speaking``). A
 "line" ends at every separator ``str.splitlines`` knows (``\\r``, ``\\v``, ``\\f``,
 ``\\x1c``-``\\x1e``, ``\\x85``, U+2028, U+2029, ``\\r\\n``, ``\\n``), since a model may
 read any of them as a line break (issue 14); the separators themselves are kept.
@@ -22,6 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from hy_eval.conversation._lookalike import looks_like_speaking
 from hy_eval.conversation._messages import ChatMessage
 
 Language = Literal["en", "zh"]
@@ -116,13 +120,20 @@ def speaker_label(message: ChatMessage) -> str:
     return message.role
 
 
+def _escapable(line: str) -> bool:
+    """Whether a body line, after any leading backslashes, reads as a label or a name line
+    to parsing (exactly) or to a model (a look-alike). Leading backslashes do not count,
+    so escaping and unescaping agree: ``\\`` + line is escapable exactly when line is."""
+    return bool(_ESCAPABLE_RE.match(line)) or looks_like_speaking(line.lstrip("\\"))
+
+
 def escape_body_line(line: str) -> str:
-    """Add one backslash to a body line that parsing would otherwise read as a label."""
-    return "\\" + line if _ESCAPABLE_RE.match(line) else line
+    """Add one backslash to a body line that would otherwise be read as a label."""
+    return "\\" + line if _escapable(line) else line
 
 
 def unescape_body_line(line: str) -> str:
-    if line.startswith("\\") and _ESCAPABLE_RE.match(line):
+    if line.startswith("\\") and _escapable(line):
         return line[1:]
     return line
 

@@ -26,6 +26,7 @@ from pydantic import (
 
 from hy_eval._json import JsonTextError, loads_untrusted
 from hy_eval.conversation import ChatMessage, MessageError, normalise_messages, resolve_user_name
+from hy_eval.conversation._lookalike import skeleton
 from hy_eval.harness._expect import ExistingMemory, Expect, check_expect_ids
 from hy_eval.memory import Speakers
 from hy_eval.memory._names import normalise_text
@@ -151,16 +152,17 @@ class Case(_Strict):
 
 
 def _check_aliases(aliases: dict[str, list[str]], user: str | None, names: set[str]) -> None:
-    """Aliases belong to speakers, are not blank and name nobody else."""
+    """Aliases belong to speakers, are not blank and name nobody else, nor look like
+    another's name (compared by ``skeleton``: ``Tіm`` with a Cyrillic ``і`` names Tim)."""
     people = names | ({user} if user else set())
-    owner: dict[str, str] = {normalise_text(p).casefold(): p for p in people}
+    owner: dict[str, str] = {skeleton(normalise_text(p)): p for p in people}
     for who, forms in aliases.items():
         if who not in people:
             raise ValueError(
                 f"aliases.{who}: not a speaker (speakers: {', '.join(sorted(people)) or 'none'})"
             )
         for alias in forms:
-            key = normalise_text(alias).casefold()
+            key = skeleton(normalise_text(alias))
             if not key:
                 raise ValueError(f"aliases.{who}: aliases must not be blank")
             if owner.setdefault(key, who) != who:

@@ -27,7 +27,8 @@ import numpy as np
 from hy_eval._terminal import echo
 from hy_eval.harness._dataset import load_suite, select_cases
 from hy_eval.harness._outputs_diff import structural_diff
-from hy_eval.harness._perturb import _name_pattern, perturb_suite
+from hy_eval.harness._perturb import perturb_suite
+from hy_eval.harness._rename_text import replace_names
 from hy_eval.harness._stats import ratios_with_ci
 
 #: Checks that a record carries only when they fail.
@@ -76,7 +77,7 @@ def _mapped_facts(rec: Mapping[str, Any], subjects: Mapping[str, str]) -> list[d
     back to the original's, so that a diff shows what changed beyond the renaming."""
     back = {k.casefold(): v for k, v in subjects.items()}
     names = [k for k in subjects if k not in ("user", "assistant")]
-    pattern = _name_pattern(names) if names else None
+    to_old = {n: subjects[n] for n in names}
     rows = []
     for f in rec.get("score", {}).get("facts", []):
         subject = f["subject"]
@@ -85,8 +86,8 @@ def _mapped_facts(rec: Mapping[str, Any], subjects: Mapping[str, str]) -> list[d
             old = back[name]
             subject = old if old in ("user", "assistant") else f"named:{old.casefold()}"
         text = f["text"]
-        if pattern is not None:
-            text = pattern.sub(lambda m: subjects.get(m.group(0), m.group(0)), text)
+        if to_old:
+            text = replace_names(text, to_old, names)
         rows.append({"subject": subject, "owner": f["owner"], "text": text})
     return rows
 

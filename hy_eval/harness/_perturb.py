@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import random
-import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,6 +29,7 @@ from pydantic import ValidationError
 from hy_eval.harness._anthropic_form import ANTHROPIC_BLOCKS, has_blocks, to_anthropic
 from hy_eval.harness._dataset import Case, CaseRef, Suite
 from hy_eval.harness._keywords import contains_all, contains_any, members
+from hy_eval.harness._rename_text import replace_names, word_occurs
 
 #: The name bank: (name, another form of it for aliases), by kind. Latin names go into
 #: Chinese cases too (a Latin name inside Chinese text); common-word names are words as
@@ -118,28 +118,14 @@ def _validated(data: dict[str, Any]) -> Case | Skip:
 # --- text substitution -----------------------------------------------------------------
 
 
-def _name_pattern(names: list[str]) -> re.Pattern[str]:
-    """Whole occurrences of any of ``names``, longest first. A Latin name is not matched
-    inside a longer Latin word ("Jo" in "Job"), but is next to Chinese text ("John是")."""
-    parts = []
-    for n in sorted(names, key=len, reverse=True):
-        p = re.escape(n)
-        if n[:1].isascii() and n[:1].isalpha():
-            p = r"(?<![A-Za-z])" + p
-        if n[-1:].isascii() and n[-1:].isalnum():
-            p += r"(?![A-Za-z])"
-        parts.append(p)
-    return re.compile("|".join(parts))
-
-
-def _substitute(value: Any, pattern: re.Pattern[str], mapping: dict[str, str]) -> Any:
-    """Every string in ``value`` (nested lists and dicts) with the names replaced."""
+def _substitute(value: Any, replace: Callable[[str], str]) -> Any:
+    """Every string in ``value`` (nested lists and dicts) passed through ``replace``."""
     if isinstance(value, str):
-        return pattern.sub(lambda m: mapping[m.group(0)], value)
+        return replace(value)
     if isinstance(value, list):
-        return [_substitute(v, pattern, mapping) for v in value]
+        return [_substitute(v, replace) for v in value]
     if isinstance(value, dict):
-        return {k: _substitute(v, pattern, mapping) for k, v in value.items()}
+        return {k: _substitute(v, replace) for k, v in value.items()}
     return value
 
 
@@ -148,7 +134,9 @@ def _all_text(case: Case) -> str:
 
 
 def _occurs(name: str, text: str) -> bool:
-    return bool(_name_pattern([name]).search(text)) or name.casefold() in text.casefold()
+    """Anywhere, in any case, inside a word too: a fresh name shares no letters' run with
+    the case's text."""
+    return name.casefold() in text.casefold()
 
 
 # --- rename ----------------------------------------------------------------------------
@@ -159,16 +147,33 @@ def _people(case: Case) -> list[str]:
     return ([user] if user else []) + [n for n in case.named_speakers if n != user]
 
 
+def _homonyms(case: Case, text: str) -> list[tuple[str, str]]:
+    """Common-word names of the bank that are a word of this conversation: in lower case
+    as a whole word ("may", "will", "春天"), but not in the name's own form as a whole word
+    ("May I?" would read as the new speaker), not any name or alias of the case (a speaker
+    renamed to their own name is no rename), and with an other form that occurs nowhere."""
+    names = {f.casefold() for p in _people(case) for f in case.speakers.forms_of(p)}
+    out = []
+    for new, other in NAME_BANK["common_word"][case.lang]:
+        if new.casefold() in names or _occurs(other, text):
+            continue
+        if new.isascii():
+            ok = word_occurs(text, new.lower()) and not word_occurs(text, new)
+        else:
+            ok = new in text
+        if ok:
+            out.append((new, other))
+    return out
+
+
 def _draw_names(case: Case, rng: random.Random) -> dict[str, tuple[str, str, str]] | None:
     """Old name -> (new name, its other form, kind). A common-word name that is also a
-    word of this conversation ("may", "will", "春天") is taken first when the bank has one;
-    every other new name occurs nowhere in the case and contains no other name."""
+    word of this conversation (``_homonyms``) is taken first when the bank has one; every
+    other new name occurs nowhere in the case and contains no other name."""
     text = _all_text(case)
     taken: list[str] = []
     out: dict[str, tuple[str, str, str]] = {}
-    homonyms = [
-        e for e in NAME_BANK["common_word"][case.lang] if e[0].casefold() in text.casefold()
-    ]
+    homonyms = _homonyms(case, text)
     for person in _people(case):
         pool: list[tuple[tuple[str, str], str]] = []
         if homonyms and not out:
@@ -191,7 +196,10 @@ def _draw_names(case: Case, rng: random.Random) -> dict[str, tuple[str, str, str
 
 
 def rename(case: Case, seed: int = 0) -> Result:
-    """Every speaker (the user and each named human) renamed consistently."""
+    """Every speaker (the user and each named human) renamed consistently. A name is
+    replaced only where it stands as that name (``_rename_text``: whole words with
+    Unicode-aware bounds, common-word names such as May told from the word, Chinese forms
+    other than full names only where the segmenter gives them as words)."""
     people = _people(case)
     if not people:
         return Skip("no named person to rename")
@@ -207,9 +215,12 @@ def rename(case: Case, seed: int = 0) -> Result:
     data["aliases"] = {
         mapping.get(p, p): [mapping.get(f, f) for f in forms] for p, forms in case.aliases.items()
     }
-    pattern = _name_pattern(list(mapping))
+
+    def replace(text: str) -> str:
+        return replace_names(text, mapping, people)
+
     for key in ("messages", "history", "existing", "system", "expect"):
-        data[key] = _substitute(data[key], pattern, mapping)
+        data[key] = _substitute(data[key], replace)
     new = _validated(data)
     if isinstance(new, Skip):
         return new

@@ -2,6 +2,7 @@
 seeded, and keeps the gold consistent with the conversation: the natural-sentence oracle of
 issue 15 (tests/harness/oracle.py) scores exactly 1.0 / 0.0 on every perturbed suite."""
 
+import json
 import re
 
 import pytest
@@ -189,3 +190,122 @@ def test_parse_perturbations():
     assert parse_perturbations("rename, order,rename") == ["rename", "order"]
     with pytest.raises(ValueError, match="unknown perturbation shuffle"):
         parse_perturbations("rename,shuffle")
+
+
+# --- rename: where a name stands (E1, A8, M1, M2) ---------------------------------------
+
+
+def _two_speakers(lang, user, other, user_text, other_text, aliases=None):
+    return Case.model_validate(
+        {
+            "id": "t-rename",
+            "lang": lang,
+            "rules": ["A2"],
+            "messages": [
+                {"role": "user", "name": user, "content": user_text},
+                {"role": "assistant", "name": other, "content": other_text},
+            ],
+            "aliases": aliases or {},
+            "expect": {"facts": [{"subject": other, "owner": "user", "keywords": ["x"]}]},
+        }
+    )
+
+
+def _new_name(p, old):
+    return next(n for n, o in p.subjects.items() if o == old)
+
+
+def test_rename_replaces_a_name_only_as_a_whole_word_with_unicode_bounds():
+    case = _two_speakers(
+        "en",
+        "Ana",
+        "Jo",
+        "Anaïs came with Ana's sister. Ana是我的名字. x",
+        "Jo2 is my tag; Jo-Ann is Jo's cousin, Jo\u0308 is not. (Jo) x",
+    )
+    for seed in range(4):
+        p = perturb(case, "rename", seed)
+        ana, jo = _new_name(p, "Ana"), _new_name(p, "Jo")
+        assert p.case.messages[0]["content"] == (
+            f"Anaïs came with {ana}'s sister. {ana}是我的名字. x"
+        )
+        assert p.case.messages[1]["content"] == (
+            f"Jo2 is my tag; Jo-Ann is {jo}'s cousin, Jo\u0308 is not. ({jo}) x"
+        )
+
+
+def test_rename_tells_a_common_word_name_from_the_word():
+    # May the speaker is renamed; "May I", "I may", "in May" and "May 5th" are words, and
+    # a sentence that starts with the name and its verb keeps the name ("May is busy").
+    case = _two_speakers(
+        "en",
+        "Tim",
+        "May",
+        "May, are you coming? May I bring cake? I may be late. x",
+        "May I ask who? I moved here in May. May is busy on May 5th. x",
+    )
+    for seed in range(4):
+        p = perturb(case, "rename", seed)
+        may = _new_name(p, "May")
+        assert p.case.messages[0]["content"] == (
+            f"{may}, are you coming? May I bring cake? I may be late. x"
+        )
+        assert p.case.messages[1]["content"] == (
+            f"May I ask who? I moved here in May. {may} is busy on May 5th. x"
+        )
+
+
+def test_rename_keeps_a_given_name_inside_chinese_words():
+    # 明, a form of 李明 given by the dataset, is a word only where it stands alone: 明天
+    # (tomorrow) and 明白 (understand) keep their 明.
+    case = _two_speakers(
+        "zh",
+        "李明",
+        "王芳",
+        "我是李明，明天去北京。",
+        "明，你明白了吗？x",
+        aliases={"李明": ["明"]},
+    )
+    for seed in range(4):
+        p = perturb(case, "rename", seed)
+        li = _new_name(p, "李明")
+        other_form = p.case.aliases[li][0]
+        assert p.case.messages[0]["content"] == f"我是{li}，明天去北京。"
+        assert p.case.messages[1]["content"] == f"{other_form}，你明白了吗？x"
+
+
+def _whole_words(text):
+    return set(re.findall(r"[^\W\d_]+", text))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_rename_never_draws_a_name_already_in_the_case(seed):
+    # ms-en-0021: the user Grace was "renamed" to Grace, a case paired with itself. A new
+    # name is none of the case's names or aliases, and a common-word name drawn because the
+    # word occurs ("may") never stands capitalised in the text ("in May").
+    for case in CASES:
+        p = perturb(case, "rename", seed)
+        if isinstance(p, Skip):
+            continue
+        old = {
+            f.casefold()
+            for who in p.subjects.values()
+            if who != "user"
+            for f in case.speakers.forms_of(who)
+        }
+        words = _whole_words(json.dumps(case.model_dump(mode="json"), ensure_ascii=False))
+        for new, who in p.subjects.items():
+            if who == "user":
+                continue
+            assert new.casefold() not in old, (case.id, seed, p.note)
+            if f"{new} (homonym)" in p.note and new.isascii():
+                assert new not in words and new.lower() in words, (case.id, p.note)
+
+
+def test_rename_keeps_a_one_character_name_inside_chinese_words():
+    case = _two_speakers("zh", "明", "王芳", "我叫明，明天见。", "明，你明白了吗？x")
+    for seed in range(4):
+        p = perturb(case, "rename", seed)
+        ming = _new_name(p, "明")
+        assert p.case.messages[0]["content"] == f"我叫{ming}，明天见。"
+        assert p.case.messages[1]["content"] == f"{ming}，你明白了吗？x"

@@ -12,6 +12,7 @@ import json
 import re
 import subprocess
 import sys
+import unicodedata
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -30,6 +31,15 @@ ANSWERS = json.loads((HERE / "answers.json").read_text(encoding="utf-8"))["answe
 REJECTED = [e for e in DATASET["lines"] if e["outcome"] == "rejected"]
 ACCEPTED = [e for e in DATASET["lines"] if e["outcome"] == "accepted"]
 _REPEAT_RE = re.compile(r"«(.+?)\*(\d+)»", re.DOTALL)
+#: What a model reads as a speaker label or a name line once it has set aside what it does
+#: not see (format characters, leading spaces) and NFKC has made full-width forms plain;
+#: written here on its own, apart from the renderer's rule, so that it checks that rule.
+_SPEAKING_RE = re.compile(r"\[[^\[\]]+\]\s*:|(?i:the\s+user's\s+name\s+is\s)|用户名叫")
+
+
+def reads_as_speaking(line):
+    visible = "".join(ch for ch in line if unicodedata.category(ch) != "Cf")
+    return bool(_SPEAKING_RE.match(unicodedata.normalize("NFKC", visible).lstrip()))
 
 
 def expand(text, case_id):
@@ -168,6 +178,9 @@ def _check(record, expect, case_id):
         "fact_text": lambda v: [f["text"] for f in record["facts"]] == [v],
         "truncated": lambda v: v.items() <= record.get("truncated", {}).items(),
         "raw_cut": lambda v: any("raw_chars" in s for s in record["stages"].values()) == v,
+        "reads_as_speaking": lambda v: (
+            len([x for x in record["rendered"].splitlines() if reads_as_speaking(x)]) == v
+        ),
         "speaking_lines": lambda v: (
             len(
                 [
