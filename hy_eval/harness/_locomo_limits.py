@@ -24,10 +24,10 @@ from typing import IO
 MAX_INPUT_BYTES = 32 * 1024 * 1024
 #: Bytes written to the suite file in all: each case repeats earlier turns as history,
 #: so the output can be many times the input; a suite this size is already slow to load
-#: and to run. LoCoMo's suite is about 15 MB; ``--max-output-mb`` raises it.
+#: and to run. LoCoMo's suite is 8.5 MB (docs/datasets.md); ``--max-output-mb`` raises it.
 MAX_OUTPUT_BYTES = 512 * 1024 * 1024
 #: Seconds an import may take. Reading and cutting are linear in the input, so LoCoMo
-#: imports in seconds; this only ends an import that something unforeseen slows down.
+#: imports in about 10 s; this only ends an import that something unforeseen slows down.
 #: ``--max-seconds`` raises it.
 MAX_SECONDS = 600.0
 #: Decompressed size over compressed size of one zip member. JSON text deflates about
