@@ -61,6 +61,14 @@ def detect_language(texts: Sequence[str] | str) -> Language:
     it has strictly more. ``我在 Stripe 工作。`` (4 Han, 1 word) is Chinese; ``My friend
     王伟 lives in Beijing`` (2 Han, 5 words) is English. A tie or empty text is English.
     """
+    han, words = language_counts(texts)
+    return "zh" if han > words else "en"
+
+
+def language_counts(texts: Sequence[str] | str) -> tuple[int, int]:
+    """``(Han characters, Latin-letter words)`` of ``texts``, what :func:`detect_language`
+    compares. Each text counts on its own, so the counts of several texts add up: a
+    caller may sum them over parts of a conversation instead of counting it again."""
     if isinstance(texts, str):
         texts = [texts]
     han = 0
@@ -79,7 +87,7 @@ def detect_language(texts: Sequence[str] | str) -> Language:
                 in_word = True
             else:
                 in_word = False
-    return "zh" if han > words else "en"
+    return han, words
 
 
 def conversation_language(messages: Sequence[ChatMessage]) -> Language:

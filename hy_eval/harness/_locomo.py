@@ -28,6 +28,20 @@ from pathlib import Path
 from typing import Any
 
 from hy_eval._json import JsonTextError, loads_untrusted
+from hy_eval.conversation import MessageError, normalise_messages
+from hy_eval.harness._locomo_limits import (
+    MAX_DOCUMENTS,
+    MAX_NAME_CHARS,
+    MAX_SESSION_DIGITS,
+    MAX_TEXT_CHARS,
+    Limits,
+    LocomoError,
+    cut,
+    read_file,
+    read_member,
+    shown,
+    zip_members,
+)
 from hy_eval.harness._words import fold, word_set
 from hy_eval.memory._extract import MAX_FACTS
 
@@ -63,10 +77,6 @@ GENERIC_WORDS = word_set(
 )
 
 _SESSION_RE = re.compile(r"^session_(\d+)$")
-
-
-class LocomoError(ValueError):
-    """Input that is not LoCoMo data: one line naming the file and the field."""
 
 
 @dataclass(frozen=True)
@@ -107,6 +117,8 @@ class Conversation:
     key: str
     speakers: tuple[str, str]
     sessions: tuple[Session, ...]
+    #: Where it was read (file, zip member, list item): errors found later name it.
+    where: str = ""
 
 
 @dataclass(frozen=True)
@@ -168,12 +180,14 @@ class ImportStats:
 # Reading
 
 
-def read_conversations(path: Path) -> list[Conversation]:
+def read_conversations(path: Path, limits: Limits | None = None) -> list[Conversation]:
     """Every conversation in ``path``: a folder of JSON files (searched recursively), the
-    LoCoMo zip, or one JSON file holding a conversation or a list of them."""
+    LoCoMo zip, or one JSON file holding a conversation or a list of them. ``limits``
+    bounds what is read (the defaults of ``_locomo_limits`` when not given)."""
+    limits = limits or Limits().start()
     convs: list[Conversation] = []
     seen: dict[str, str] = {}
-    for where, stem, data in _documents(path):
+    for where, stem, data in _documents(path, limits):
         items = data if isinstance(data, list) else [data]
         for i, item in enumerate(items):
             label = f"{where}[{i}]" if isinstance(data, list) else where
@@ -181,34 +195,69 @@ def read_conversations(path: Path) -> list[Conversation]:
             conv = parse_conversation(item, label, fallback)
             if conv.key in seen:
                 raise LocomoError(
-                    f"{label}: conversation {conv.key!r} again (first in {seen[conv.key]})"
+                    f"{label}: conversation {shown(conv.key)} again (first in {seen[conv.key]})"
                 )
             seen[conv.key] = label
             convs.append(conv)
+            limits.check_time(label)
     if not convs:
         raise LocomoError(f"{path}: no LoCoMo conversations (.json files) found")
-    # In conversation order (26 before 100), whatever order the files or list had.
-    return sorted(
-        convs, key=lambda c: (not c.key.isdigit(), int(c.key) if c.key.isdigit() else 0, c.key)
-    )
+    return sorted(convs, key=_conversation_order)
 
 
-def _documents(path: Path) -> Iterator[tuple[str, str, Any]]:
-    """``(where, file stem, parsed JSON)`` for each JSON document of ``path``."""
+def _conversation_order(conv: Conversation) -> tuple[bool, int, str, str]:
+    """In conversation order (26 before 100), whatever order the files or list had; a
+    number is compared by its length and digits, never converted (it may be long)."""
+    digits = conv.key.lstrip("0") if conv.key.isdigit() else ""
+    return (not conv.key.isdigit(), len(digits), digits, conv.key)
+
+
+def _documents(path: Path, limits: Limits) -> Iterator[tuple[str, str, Any]]:
+    """``(where, file stem, parsed JSON)`` for each JSON document of ``path``, read one at
+    a time within ``limits``."""
     if path.is_dir():
-        for f in sorted(p for p in path.rglob("*.json") if not p.name.startswith(".")):
-            yield str(f), f.stem, _parse_json(f.read_bytes(), str(f))
+        for f in _json_files(path, limits):
+            yield str(f), f.stem, _parse_json(read_file(f, str(f), limits), str(f))
     elif zipfile.is_zipfile(path):
-        with zipfile.ZipFile(path) as z:
-            for name in sorted(z.namelist()):
-                base = name.rsplit("/", 1)[-1]
-                if name.endswith(".json") and not base.startswith(".") and "__MACOSX" not in name:
-                    where = f"{path}:{name}"
-                    yield where, base.removesuffix(".json"), _parse_json(z.read(name), where)
+        try:
+            with zipfile.ZipFile(path) as z:
+                infos = sorted(zip_members(z, str(path)), key=lambda i: i.filename)
+                for info in infos:
+                    name = info.filename
+                    base = name.rsplit("/", 1)[-1]
+                    if (
+                        name.endswith(".json")
+                        and not base.startswith(".")
+                        and ("__MACOSX" not in name)
+                    ):
+                        where = f"{path}:{name}"
+                        raw = read_member(z, info, where, limits)
+                        yield where, base.removesuffix(".json"), _parse_json(raw, where)
+        except (zipfile.BadZipFile, OSError) as exc:
+            raise LocomoError(f"{path}: cannot read the zip ({exc})") from None
     elif path.is_file():
-        yield str(path), path.stem, _parse_json(path.read_bytes(), str(path))
+        yield str(path), path.stem, _parse_json(read_file(path, str(path), limits), str(path))
     else:
         raise LocomoError(f"{path}: no such file or folder")
+
+
+def _json_files(folder: Path, limits: Limits) -> list[Path]:
+    """The folder's ``.json`` files (not hidden), refused past ``MAX_DOCUMENTS`` before
+    any is read."""
+    found: list[Path] = []
+    try:
+        for p in folder.rglob("*.json"):
+            if p.name.startswith(".") or not p.is_file():
+                continue
+            found.append(p)
+            if len(found) > MAX_DOCUMENTS:
+                raise LocomoError(
+                    f"{folder}: more than {MAX_DOCUMENTS:,} .json files, over the limit"
+                )
+            limits.check_time(str(folder))
+    except OSError as exc:
+        raise LocomoError(f"{folder}: cannot list ({exc.strerror or exc})") from None
+    return sorted(found)
 
 
 def _parse_json(raw: bytes, where: str) -> Any:
@@ -231,20 +280,24 @@ def parse_conversation(data: Any, where: str, fallback_key: str) -> Conversation
     body, obs = data, data
     if isinstance(data.get("conversation"), dict):
         body, obs = data["conversation"], data.get("observation") or {}
+        if not isinstance(obs, dict):
+            raise LocomoError(
+                f"{where}: observation: must be an object of session_N_observation entries"
+            )
     sample = data.get("sample_id")
     key = _slug(str(sample).removeprefix("conv-")) if sample is not None else _slug(fallback_key)
     if not key:
         raise LocomoError(f"{where}: sample_id: no letters or digits to name the conversation")
-    a, b = body.get("speaker_a"), body.get("speaker_b")
-    if not (isinstance(a, str) and isinstance(b, str) and a.strip() and b.strip()):
-        raise LocomoError(f"{where}: speaker_a, speaker_b: two names are needed")
-    if fold(a.strip()) == fold(b.strip()):
-        raise LocomoError(f"{where}: speaker_a, speaker_b: the same name {a!r} twice")
-    speakers = (a.strip(), b.strip())
+    speakers = _speakers(body, where)
     sessions = []
     for k, turns in body.items():
         m = _SESSION_RE.match(k)
         if m:
+            if len(m.group(1)) > MAX_SESSION_DIGITS:
+                raise LocomoError(
+                    f"{where}: {cut(k)}: a session number of {len(m.group(1)):,} digits "
+                    f"(at most {MAX_SESSION_DIGITS})"
+                )
             n = int(m.group(1))
             sessions.append(
                 Session(
@@ -257,7 +310,38 @@ def parse_conversation(data: Any, where: str, fallback_key: str) -> Conversation
             )
     if not sessions:
         raise LocomoError(f"{where}: no session_N turns")
-    return Conversation(key, speakers, tuple(sorted(sessions, key=lambda s: s.number)))
+    return Conversation(key, speakers, tuple(sorted(sessions, key=lambda s: s.number)), where)
+
+
+def _speakers(body: dict[str, Any], where: str) -> tuple[str, str]:
+    """``speaker_a`` and ``speaker_b``, stripped: two different names that a message may
+    carry (not ``user``, no bracket or control character, not too long)."""
+    a, b = body.get("speaker_a"), body.get("speaker_b")
+    if not (isinstance(a, str) and isinstance(b, str) and a.strip() and b.strip()):
+        raise LocomoError(f"{where}: speaker_a, speaker_b: two names are needed")
+    for field_name, name in (("speaker_a", a), ("speaker_b", b)):
+        if len(name) > MAX_NAME_CHARS:
+            raise LocomoError(
+                f"{where}: {field_name}: a name of {len(name):,} characters "
+                f"(at most {MAX_NAME_CHARS})"
+            )
+        try:
+            # The rules every message's name follows, checked once here, where the field
+            # can still be named, not when the first case is built.
+            normalise_messages([{"role": "user", "name": name, "content": "."}])
+        except MessageError as exc:
+            raise LocomoError(f"{where}: {field_name}: {exc.problem}") from None
+    if fold(a.strip()) == fold(b.strip()):
+        raise LocomoError(f"{where}: speaker_a, speaker_b: the same name {a!r} twice")
+    return (a.strip(), b.strip())
+
+
+def _text(value: str, where: str, what: str) -> str:
+    if len(value) > MAX_TEXT_CHARS:
+        raise LocomoError(
+            f"{where}: {what} of {len(value):,} characters, over the limit of {MAX_TEXT_CHARS:,}"
+        )
+    return value
 
 
 def _turns(items: Any, where: str, speakers: tuple[str, str]) -> tuple[Turn, ...]:
@@ -270,10 +354,12 @@ def _turns(items: Any, where: str, speakers: tuple[str, str]) -> tuple[Turn, ...
         speaker, text, caption = t.get("speaker"), t.get("text", ""), t.get("blip_caption")
         if not isinstance(speaker, str) or speaker.strip() not in speakers:
             raise LocomoError(
-                f"{where}.{i}.speaker: {speaker!r} is neither {' nor '.join(speakers)}"
+                f"{where}.{i}.speaker: {shown(speaker)} is neither {' nor '.join(speakers)}"
             )
         if not isinstance(text, str) or not (caption is None or isinstance(caption, str)):
             raise LocomoError(f"{where}.{i}: text and blip_caption must be strings")
+        _text(text, f"{where}.{i}.text", "a turn")
+        _text(caption or "", f"{where}.{i}.blip_caption", "a caption")
         dia_id = t.get("dia_id")
         turn = Turn(
             speaker.strip(),
@@ -295,17 +381,17 @@ def _observations(
         raise LocomoError(f"{where}: observations must be an object of speaker -> list")
     out: dict[str, tuple[Observation, ...]] = {}
     for speaker, items in data.items():
+        place = f"{where}.{cut(speaker)}"
         if speaker.strip() not in speakers:
-            raise LocomoError(f"{where}.{speaker}: not a speaker ({' or '.join(speakers)})")
+            raise LocomoError(f"{place}: not a speaker ({' or '.join(speakers)})")
         if not isinstance(items, list):
-            raise LocomoError(f"{where}.{speaker}: must be a list of [fact, evidence]")
+            raise LocomoError(f"{place}: must be a list of [fact, evidence]")
         found = []
         for i, item in enumerate(items):
             text = item[0] if isinstance(item, list) and item else item
             if not isinstance(text, str):
-                raise LocomoError(
-                    f"{where}.{speaker}.{i}: a fact must be a string or [fact, evidence]"
-                )
+                raise LocomoError(f"{place}.{i}: a fact must be a string or [fact, evidence]")
+            _text(text, f"{place}.{i}", "an observation")
             cited = item[1] if isinstance(item, list) and len(item) > 1 else []
             cited = cited if isinstance(cited, list) else [cited]
             evidence = tuple(

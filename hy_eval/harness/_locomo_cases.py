@@ -8,13 +8,13 @@ import os
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from pydantic import ValidationError
 
-from hy_eval.conversation import conversation_language, normalise_messages, render_conversation
+from hy_eval.conversation import MessageError, conversation_language, normalise_messages
 from hy_eval.harness._dataset import MAX_LINE_BYTES, Case, DatasetError, load_suite
 from hy_eval.harness._locomo import (
     GENERIC_WORDS,
@@ -25,10 +25,10 @@ from hy_eval.harness._locomo import (
     Conversation,
     ImportStats,
     KeywordChoice,
-    LocomoError,
-    Turn,
     read_conversations,
 )
+from hy_eval.harness._locomo_history import History, turn_messages
+from hy_eval.harness._locomo_limits import MAX_CASE_OBSERVATIONS, Limits, LocomoError
 from hy_eval.harness._locomo_parts import Part, split_session
 from hy_eval.harness._words import NEGATIONS, STOP_WORDS, fold, latin_words
 from hy_eval.memory._extract import MAX_FACTS
@@ -46,11 +46,13 @@ def content_words(text: str, names: Iterable[str]) -> list[str]:
     contraction, at least three letters (numbers of any length count)."""
     skip = STOP_WORDS | NEGATIONS | NARRATION_WORDS | {fold(n) for n in names}
     out: list[str] = []
+    seen: set[str] = set()
     for word in latin_words(text):
         base = _base(word)
         if word in skip or base in skip or "'" in base or "’" in base:
             continue
-        if (len(base) >= 3 or base.isdigit()) and base not in out:
+        if (len(base) >= 3 or base.isdigit()) and base not in seen:
+            seen.add(base)
             out.append(base)
     return out
 
@@ -66,8 +68,8 @@ def keyword_form(word: str) -> str:
     return word[:-1]
 
 
-def _holds_all(text: str, keywords: Sequence[str]) -> bool:
-    folded = " ".join(fold(text).split())
+def _holds_all(folded: str, keywords: Sequence[str]) -> bool:
+    """Whether ``folded`` (a text folded, its spaces made single) holds every keyword."""
     return all(k in folded for k in keywords)
 
 
@@ -89,11 +91,14 @@ def choose_keywords(
     names = list(names)
     folded_names = {fold(n) for n in names}
     cands = [content_words(f, names) for f in facts]
+    folded = [" ".join(fold(f).split()) for f in facts]
     case_df = Counter(w for c in cands for w in set(c))
     global_df = conversation_df or Counter()
     out: list[KeywordChoice | None] = []
     for i, fact in enumerate(facts):
-        others = [f for j, f in enumerate(facts) if j != i]
+        # Each fact against every other: a case holds at most MAX_CASE_OBSERVATIONS.
+        others = folded[:i] + folded[i + 1 :]
+        order = {w: k for k, w in enumerate(cands[i])}
         ranked = sorted(
             cands[i],
             key=lambda w: (
@@ -101,7 +106,7 @@ def choose_keywords(
                 w in GENERIC_WORDS,
                 global_df[w],
                 -len(w),
-                cands[i].index(w),
+                order[w],
             ),
         )
         if not ranked:
@@ -135,38 +140,21 @@ def _speaker_slugs(speakers: tuple[str, str]) -> tuple[str, str]:
     return (slugs[0], slugs[1])
 
 
-def _messages(turns: Sequence[Turn], me: str) -> list[dict[str, str]]:
-    return [
-        {
-            "role": "user" if t.speaker == me else "assistant",
-            "name": t.speaker,
-            "content": t.content,
-        }
-        for t in turns
-    ]
-
-
-def _history(earlier: Sequence[Part], me: str, limit: int) -> tuple[list[dict[str, str]], int]:
-    """The latest earlier parts (of this session, then of earlier ones), whole, whose
-    rendered text (as L1_RAW stores it) fits in ``limit`` characters, in order; and how
-    many parts that is."""
-    best: list[dict[str, str]] = []
-    taken = 0
-    for k in range(1, len(earlier) + 1):
-        msgs = [m for part in earlier[-k:] for m in _messages(part.turns, me)]
-        if not msgs:
-            continue
-        if len(render_conversation(normalise_messages(msgs))) > limit:
-            break
-        best, taken = msgs, k
-    return best, taken
-
-
 def conversation_cases(
-    conv: Conversation, history_chars: int, stats: ImportStats, max_facts: int = MAX_FACTS
+    conv: Conversation,
+    history_chars: int,
+    stats: ImportStats,
+    max_facts: int = MAX_FACTS,
+    limits: Limits | None = None,
 ) -> list[dict[str, Any]]:
     """Two cases for each part of a session of ``conv`` with observations (fields as in
     docs/datasets.md), updating ``stats``."""
+    return list(_conversation_cases(conv, history_chars, stats, max_facts, limits or Limits()))
+
+
+def _conversation_cases(
+    conv: Conversation, history_chars: int, stats: ImportStats, max_facts: int, limits: Limits
+) -> Iterator[dict[str, Any]]:
     stats.conversations += 1
     stats.sessions += len(conv.sessions)
     conv_df = Counter(
@@ -177,32 +165,35 @@ def conversation_cases(
         for w in set(content_words(ob.text, conv.speakers))
     )
     slugs = dict(zip(conv.speakers, _speaker_slugs(conv.speakers), strict=True))
-    cases: list[dict[str, Any]] = []
-    earlier: list[Part] = []
+    histories = {me: History(me) for me in conv.speakers}
     for session in conv.sessions:
+        where = f"{conv.where or 'conversation ' + conv.key}: session_{session.number}"
         split = split_session(session, conv.speakers, max_facts)
         if any(ob for obs in session.observations.values() for ob in obs):
             if not session.turns:
-                raise LocomoError(
-                    f"conversation {conv.key}: session_{session.number} has observations "
-                    "but no turns"
-                )
+                raise LocomoError(f"{where} has observations but no turns")
             stats.sessions_with_observations += 1
             stats.split_sessions += len(split.parts) > 1
         stats.duplicates += split.repeats
         stats.unplaced += split.unplaced
         stats.over_limit += split.over
         for part in split.parts:
+            if len(part.facts) > MAX_CASE_OBSERVATIONS:
+                raise LocomoError(
+                    f"{where}_observation: {len(part.facts):,} observations cite turns that "
+                    f"cannot be cut apart, over the limit of {MAX_CASE_OBSERVATIONS} in one case"
+                )
             if part.facts:
-                cases.extend(_part_cases(conv, part, earlier, history_chars, slugs, conv_df, stats))
-            earlier.append(part)
-    return cases
+                yield from _part_cases(conv, part, histories, history_chars, slugs, conv_df, stats)
+            for history in histories.values():
+                history.add(part)
+            limits.check_time(where)
 
 
 def _part_cases(
     conv: Conversation,
     part: Part,
-    earlier: Sequence[Part],
+    histories: dict[str, History],
     history_chars: int,
     slugs: dict[str, str],
     conv_df: Counter[str],
@@ -230,7 +221,7 @@ def _part_cases(
         ]
         if not gold:
             continue
-        history, taken = _history(earlier, me, history_chars) if history_chars > 0 else ([], 0)
+        history, taken = histories[me].latest(history_chars) if history_chars > 0 else ([], 0)
         case_id = f"locomo-{conv.key[:40]}-{part.label}-{slugs[me]}"
         out.append(_case(case_id, part, me, gold, history))
         stats.cases += 1
@@ -247,7 +238,7 @@ def _case(
     gold: list[dict[str, Any]],
     history: list[dict[str, str]],
 ) -> dict[str, Any]:
-    messages = _messages(part.turns, me)
+    messages = turn_messages(part.turns, me)
     subjects = {g["subject"] for g in gold}
     rules = (
         ["M2"]
@@ -260,9 +251,13 @@ def _case(
         tags.append("image_caption")
     if part.count > 1:
         tags.append("session_part")
+    try:
+        lang = conversation_language(normalise_messages(messages))
+    except MessageError as exc:  # the speakers' names are checked on reading already
+        raise LocomoError(f"{case_id}: {exc}") from None
     case: dict[str, Any] = {
         "id": case_id,
-        "lang": conversation_language(normalise_messages(messages)),
+        "lang": lang,
         "rules": rules,
         "tags": tags,
         "history": history,
@@ -279,12 +274,45 @@ def _case(
 
 
 def import_locomo(
-    path: Path, out: Path, *, history_chars: int = HISTORY_CHARS, max_facts: int = MAX_FACTS
+    path: Path,
+    out: Path,
+    *,
+    history_chars: int = HISTORY_CHARS,
+    max_facts: int = MAX_FACTS,
+    limits: Limits | None = None,
 ) -> ImportStats:
     """Write the suite ``out/locomo.jsonl`` from the LoCoMo data at ``path`` and check it
-    loads as a suite. Raises :class:`LocomoError` for input that cannot be imported."""
+    loads as a suite, reading and writing within ``limits`` (the defaults of
+    ``_locomo_limits`` when not given). Raises :class:`LocomoError` for input that cannot
+    be imported; then nothing is left in ``out`` (a suite file there before stays)."""
+    limits = (limits or Limits()).start()
     if history_chars < 0:
         raise LocomoError("--history-chars: must be 0 or more")
+    _check_out(out)
+    convs = read_conversations(path, limits)
+    stats = ImportStats(history_chars=history_chars, max_facts=max_facts)
+    created = not out.exists()
+    target = out / SUITE_FILE
+    tmp = out / f".{SUITE_FILE}.{os.getpid()}.tmp"
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with tmp.open("w", encoding="utf-8", newline="\n") as f:
+            written = _write_cases(convs, f, history_chars, max_facts, stats, limits)
+        if not written:
+            raise LocomoError(f"{path}: no session has observations; nothing to import")
+        _validate(tmp, target)
+        os.replace(tmp, target)
+    except OSError as exc:
+        _remove(tmp, out if created else None)
+        raise LocomoError(f"{out}: cannot write the suite ({exc.strerror or exc})") from None
+    except BaseException:
+        _remove(tmp, out if created else None)
+        raise
+    stats.out = target
+    return stats
+
+
+def _check_out(out: Path) -> None:
     if out.exists() and not out.is_dir():
         raise LocomoError(f"{out}: exists and is not a folder")
     others = (
@@ -300,31 +328,50 @@ def import_locomo(
         raise LocomoError(
             f"{out}: holds other suite files ({', '.join(others)}); choose another folder"
         )
-    convs = read_conversations(path)
-    stats = ImportStats(history_chars=history_chars, max_facts=max_facts)
-    lines = [
-        json.dumps(case, ensure_ascii=False)
-        for conv in convs
-        for case in conversation_cases(conv, history_chars, stats, max_facts)
-    ]
-    if not lines:
-        raise LocomoError(f"{path}: no session has observations; nothing to import")
-    for line in lines:
-        size = len(line.encode("utf-8")) + 1
-        if size > MAX_LINE_BYTES:
-            case_id = json.loads(line)["id"]
-            raise LocomoError(
-                f"{case_id}: {size} bytes, over the {MAX_LINE_BYTES}-byte line limit of a "
-                "suite; lower --history-chars"
-            )
-    out.mkdir(parents=True, exist_ok=True)
-    target = out / SUITE_FILE
-    tmp = out / f".{SUITE_FILE}.{os.getpid()}.tmp"
-    tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    os.replace(tmp, target)
+
+
+def _write_cases(
+    convs: Sequence[Conversation],
+    f: TextIO,
+    history_chars: int,
+    max_facts: int,
+    stats: ImportStats,
+    limits: Limits,
+) -> int:
+    """Write each case as a line of ``f`` as it is made; the number of lines."""
+    written = 0
+    for conv in convs:
+        for case in _conversation_cases(conv, history_chars, stats, max_facts, limits):
+            line = json.dumps(case, ensure_ascii=False)
+            size = len(line.encode("utf-8")) + 1
+            if size > MAX_LINE_BYTES:
+                raise LocomoError(
+                    f"{case['id']}: {size} bytes, over the {MAX_LINE_BYTES}-byte line limit "
+                    "of a suite; lower --history-chars"
+                )
+            limits.count_written(size, case["id"])
+            f.write(line + "\n")
+            written += 1
+    return written
+
+
+def _validate(tmp: Path, target: Path) -> None:
+    """Load the written file as a suite before it takes the suite file's place."""
     try:
-        load_suite(str(out))
+        load_suite(str(tmp))
     except DatasetError as exc:
-        raise LocomoError(f"{target}: the imported suite does not validate: {exc}") from None
-    stats.out = target
-    return stats
+        more = f" (and {len(exc.problems) - 1} more)" if len(exc.problems) > 1 else ""
+        first = exc.problems[0].replace(str(tmp), str(target)) if exc.problems else str(exc)
+        raise LocomoError(
+            f"{target}: the imported suite does not validate: {first}{more}"
+        ) from None
+
+
+def _remove(tmp: Path, folder: Path | None) -> None:
+    """Remove a partly written file, and the folder when this import made it."""
+    try:
+        tmp.unlink(missing_ok=True)
+        if folder is not None:
+            folder.rmdir()
+    except OSError:
+        pass
