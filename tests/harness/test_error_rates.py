@@ -65,9 +65,9 @@ def test_max_drop_at_exactly_the_allowed_drop_fails_at_most_alpha(process):
         assert worse.truth(metric) == pytest.approx(process.truth(metric) - 0.05)
         gates = Gates("sim", gate_spec({metric: 0.05}), None, ALPHA)
         rates.append(
-            measure(lambda r, w=worse, g=gates: _fails(g, *pair(process, w, r)), 80, 4 + seed)
+            measure(lambda r, w=worse, g=gates: _fails(g, *pair(process, w, r)), 200, 4 + seed)
         )
-    assert binomial_ok(sum(rates) / 2, ALPHA, 160, sds=2.5), rates
+    assert binomial_ok(sum(rates) / 2, ALPHA, 400, sds=2.5), rates
 
 
 def test_a_real_drop_is_caught_more_often_at_a_larger_alpha(process):
