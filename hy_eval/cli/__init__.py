@@ -29,6 +29,7 @@ from hy_eval.cli import (
     _datasets,
     _matchers,
     _memory,
+    _report,
     _run,
 )
 from hy_eval.cli._errors import UserError
@@ -45,6 +46,7 @@ COMMANDS = (
     "baseline",
     "cassette",
     "matchers",
+    "report",
 )
 
 
@@ -62,6 +64,13 @@ def build_parser() -> argparse.ArgumentParser:
     _datasets.register(sub)
     _memory.register(sub)
     _matchers.register(sub)
+    _report.register(sub)
+    # ``python run_eval.py --help`` is the run command's help: it names the others too.
+    others = ", ".join(c for c in COMMANDS if c != "run")
+    sub.choices["run"].epilog = (
+        f"Other commands: {others}. 'python run_eval.py COMMAND --help' (or 'hy-eval "
+        "COMMAND --help') shows each one's options."
+    )
     return parser
 
 

@@ -173,6 +173,7 @@ def report_page(
     plots: dict[str, bytes],
     cases: dict[str, Any],
     truncation: str = "",
+    partial: str | None = None,
 ) -> str:
     """``report.html``: headline metrics with CIs, sortable breakdowns, plots, and the case
     table and case view drawn by the script from ``cases`` (``{"cases": [...], "systems":
@@ -198,6 +199,7 @@ def report_page(
         confusion=summary.get("confusion", {}),
         plots=[(name, base64.b64encode(data).decode()) for name, data in plots.items()],
         truncation=truncation,
+        partial=partial,
         matcher_quality=quality_text(
             str(summary.get("matcher") or "keyword"), summary.get("matcher_quality")
         ),

@@ -151,9 +151,12 @@ def write_reports(
     wanted: set[str] | None = None,
     *,
     pass_k: int | None = None,
+    partial: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Write ``summary.json``, the plots, ``report.md`` and ``report.html``; return the
-    summary. ``wanted`` limits the report to those case ids (the run's selection)."""
+    summary. ``wanted`` limits the report to those case ids (the run's selection).
+    ``partial`` (``cases_done``, ``cases_planned``) marks the report of a run that did not
+    finish (``hy-eval report``)."""
     core, plots, drilldown = _results(run_dir / RECORDS_NAME, wanted, pass_k)
     if not core["cases"]:
         summary: dict[str, Any] = dict(core)
@@ -178,6 +181,8 @@ def write_reports(
     }
     if "repeats" in core:
         summary["repeats"] = core["repeats"]
+    if partial:
+        summary["partial"] = partial
     write_json(run_dir / "summary.json", summary)
     for name, data in plots.items():
         (run_dir / name).write_bytes(data)
@@ -239,6 +244,7 @@ def markdown_report(summary: dict[str, Any], run_dir: Path) -> str:
         f"# {_md(summary['suite'])}: {_md(summary['provider'])}:{_md(summary['model'])}, "
         f"variant {_md_code(summary['variant'])}",
         "",
+        *([f"**{partial_text(summary)}**", ""] if summary.get("partial") else []),
         f"{summary['cases']} cases, {summary['passed']} passed. Guard "
         f"{'on' if summary['guard'] else 'off'}{guarded}. Wall time {summary['wall_s']:.1f} s. "
         f"Tokens {summary['tokens']['input']:,} in / {summary['tokens']['output']:,} out. "
@@ -292,6 +298,20 @@ def markdown_report(summary: dict[str, Any], run_dir: Path) -> str:
     return "\n".join(lines)
 
 
+def partial_text(summary: dict[str, Any]) -> str | None:
+    """The sentence every report of a partial run shows first, or ``None``."""
+    partial = summary.get("partial")
+    if not partial:
+        return None
+    planned = partial.get("cases_planned")
+    of = f" of {planned} planned" if planned else ""
+    return (
+        f"Partial run: {partial['cases_done']}{of} case records were finished before the run "
+        "stopped; every figure covers only these, and its call counts and wall time are "
+        "not known."
+    )
+
+
 def truncation_line(summary: dict[str, Any]) -> str:
     """One sentence on answers cut to the schemas' limits, or ``""`` when none was."""
     cut = dict(summary.get("truncated") or {})
@@ -328,6 +348,8 @@ def terminal_summary(summary: dict[str, Any], run_dir: Path) -> str:
     rows.append(
         f"{summary['cases']} cases, {summary['passed']} passed; report: {run_dir / 'report.html'}"
     )
+    if summary.get("partial"):
+        rows.append(str(partial_text(summary)))
     reused = summary.get("calls", {}).get("records_reused")
     if reused:
         rows.append(
@@ -347,4 +369,6 @@ def html_report(
     drilldown: dict[str, Any],
 ) -> str:
     """``report.html``, rendered from ``templates/report.html.j2`` (``_pages.py``)."""
-    return report_page(summary, manifest, plots, drilldown, truncation_line(summary))
+    return report_page(
+        summary, manifest, plots, drilldown, truncation_line(summary), partial_text(summary)
+    )
