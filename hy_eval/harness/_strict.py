@@ -48,6 +48,7 @@ from hy_eval.harness._keywords import (
     fold,
 )
 from hy_eval.harness._lexicon import translations
+from hy_eval.harness._numforms import other_values, read_forms
 from hy_eval.harness._segment import inside_a_word, is_word, segments, words
 from hy_eval.harness._values import replaced_value, value_key
 from hy_eval.harness._words import _HAN, STOP_WORDS, _ordered, latin_words, word_form, word_set
@@ -331,7 +332,8 @@ def number_conflict(gold: str, predicted: str) -> str | None:
     g_num, p_num = numbers(gold), numbers(predicted)
     if len(g_num) > 1 and len(p_num) > 1:
         g_num, p_num = g_num - {"1"}, p_num - {"1"}
-    if g_num and p_num and not g_num & p_num:
+    # The same quantity in another form (1.5 hours / 90 minutes; 十点 / 22点) is no conflict.
+    if g_num and p_num and not (g_num | _also(gold)) & (p_num | _also(predicted)):
         return "another number"
     g_units, p_units = _units(gold), _units(predicted)
     for n in set(g_units) & set(p_units):
@@ -345,9 +347,18 @@ _UNIT_NAMES = {"岁": "year", "年": "year", "个月": "month", "周": "week", "
 _UNIT_NAMES |= {"小时": "hour", "分钟": "minute", "min": "minute", "公里": "km", "公斤": "kg"}
 
 
+def _read(text: str) -> str:
+    """``text`` with its numbers read: ordinals, clock times, digits, halves, ranges."""
+    return read_forms(canonical(_read_ordinals_and_clock(text)))
+
+
+def _also(text: str) -> frozenset[str]:
+    return other_values(_read(text).replace(":00", ""))
+
+
 def _units(text: str) -> dict[str, set[str]]:
     out: dict[str, set[str]] = {}
-    for number, unit in _UNIT.findall(canonical(_read_ordinals_and_clock(text))):
+    for number, unit in _UNIT.findall(_read(text)):
         name = unit.rstrip("s") if unit.isascii() else unit
         out.setdefault(number, set()).add(_UNIT_NAMES.get(name, name))
     return out
@@ -356,7 +367,7 @@ def _units(text: str) -> dict[str, set[str]]:
 def numbers(text: str) -> frozenset[str]:
     """The numbers a sentence names, as read (``canonical``, ordinals, clock times);
     a time's minutes ``:00`` are dropped, so 20:00 and 8pm are both 20."""
-    t = canonical(_read_ordinals_and_clock(text)).replace(":00", "")
+    t = _read(text).replace(":00", "")
     return frozenset(_NUMBER.findall(t))
 
 

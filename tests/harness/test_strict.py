@@ -314,3 +314,33 @@ def test_an_other_language_keyword_is_found_through_the_lexicon(gold, keywords, 
 def test_the_lexicon_serves_other_language_pairs_only():
     assert not decide("用户是一名护士。", ["护士"], "用户是一名nurse。").accepted
     assert not decide("The user is a nurse.", ["nurse"], "用户是一名医生。").accepted
+
+
+@pytest.mark.parametrize(
+    "gold, predicted",
+    [
+        ("用户通勤单程要一个半小时。", "用户单程通勤要90分钟。"),
+        ("The commute takes an hour and a half.", "The commute takes 90 minutes."),
+        ("用户的女儿每天十点才睡。", "用户女儿每晚22点才睡觉。"),
+        ("Her father lent them £5,000.", "Her dad gave them a £5k loan."),
+        ("留出三到六个月的周转资金", "留出3-6个月的周转金"),
+        ("He trains 3 to 6 hours a week.", "He trains 3-6 hours a week."),
+        ("用户每周游泳半小时。", "用户每周游30分钟。"),
+    ],
+)
+def test_the_same_quantity_in_another_form_is_no_number_conflict(gold, predicted):
+    assert number_conflict(gold, predicted) is None
+
+
+@pytest.mark.parametrize(
+    "gold, predicted",
+    [
+        ("The commute takes an hour and a half.", "The commute takes 60 minutes."),
+        ("用户每天十点睡。", "用户每天23点睡。"),
+        ("She starts at 10am.", "She starts at 22点."),
+        ("留出三到六个月的周转资金", "留出3-5个月的周转金"),
+        ("Her father lent them £5,000.", "Her father lent them £50k."),
+    ],
+)
+def test_another_quantity_in_another_form_is_still_a_conflict(gold, predicted):
+    assert number_conflict(gold, predicted) is not None
