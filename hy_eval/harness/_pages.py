@@ -17,7 +17,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from hy_eval.harness._matcherquality import quality_text
+from hy_eval.harness._matcherquality import corrected_text, quality_text
 from hy_eval.harness._runlog import CaseRecord
 from hy_eval.harness._scoring import ACCURACY_METRICS, METRICS
 
@@ -202,5 +202,6 @@ def report_page(
         partial=partial,
         matcher_quality=quality_text(
             str(summary.get("matcher") or "keyword"), summary.get("matcher_quality")
-        ),
+        )
+        + corrected_text(summary),
     )

@@ -24,7 +24,7 @@ from hy_eval.harness._aggregate import (
     metrics_of,
     repeat_summary,
 )
-from hy_eval.harness._matcherquality import quality_text
+from hy_eval.harness._matcherquality import corrected_recall, corrected_text, quality_text
 from hy_eval.harness._matching import matcher_info, unusable_in
 from hy_eval.harness._pages import case_entry, report_page
 from hy_eval.harness._plots import draw
@@ -181,6 +181,9 @@ def write_reports(
     }
     if "repeats" in core:
         summary["repeats"] = core["repeats"]
+    corrected = corrected_recall(core, summary.get("matcher_quality"))
+    if corrected:
+        summary["fact_recall_corrected"] = corrected
     if partial:
         summary["partial"] = partial
     write_json(run_dir / "summary.json", summary)
@@ -226,7 +229,7 @@ def matcher_line(summary: dict[str, Any], plain: bool = False) -> str:
             f"variant {code(judge['variant'])}; {judge['unusable']} unusable judge "
             "answers, counted as no match)"
         )
-    trust = quality_text(name, summary.get("matcher_quality"))
+    trust = quality_text(name, summary.get("matcher_quality")) + corrected_text(summary)
     return f"{line}. How far it can be trusted: {md(trust)}."
 
 
