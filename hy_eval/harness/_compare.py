@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from hy_eval._terminal import neutralise
 from hy_eval.harness._aggregate import RecordRows, case_counts, case_table
-from hy_eval.harness._matching import matcher_of, matcher_text
+from hy_eval.harness._compare_text import comparison_text as comparison_text  # re-exported
+from hy_eval.harness._matching import matcher_of
 from hy_eval.harness._outputs_diff import structural_diff
 from hy_eval.harness._runlog import CaseRecord, RunFolderError, read_run
 from hy_eval.harness._scoring import ACCURACY_METRICS, METRICS
@@ -396,13 +396,10 @@ def compare(
     cp["p_value"] = mcnemar_exact(len(fixed), len(broken))
     if cp.get("worse_test", {}).get("limit") == 0.0:
         cp["worse_test"].update(p=mcnemar_one_sided(len(fixed), len(broken)), method="McNemar")
-    tested = [m for m, e in metrics.items() if e["p_value"] is not None]
-    for m, p in zip(tested, holm([metrics[m]["p_value"] for m in tested]), strict=True):
-        metrics[m]["p_adjusted"] = p
-        metrics[m]["significant"] = p < alpha
-        metrics[m]["significant_unadjusted"] = metrics[m]["p_value"] < alpha
-    for e in metrics.values():
-        e.setdefault("significant", False)
+    tested = _adjust(metrics, alpha)
+    own_a, own_b = own_values(a), own_values(b)
+    for m, e in metrics.items():
+        e["own"] = {"a": own_a[m], "b": own_b[m]}
     flips = [
         {
             "id": i,
@@ -425,70 +422,60 @@ def compare(
         "metrics": metrics,
         "mcnemar": {"fixed": len(fixed), "broken": len(broken), "p_value": cp["p_value"]},
         "mde_case_pass": cp.get("mde"),
+        "flipped_count": len(flips),
         "flipped": flips,
-        **_consistency_of(a, b),
+        **_consistency_of(a, b, ids, fixed + broken),
     }
 
 
-def _consistency_of(a: RunOutcomes, b: RunOutcomes) -> dict[str, Any]:
+def _adjust(metrics: dict[str, dict[str, Any]], alpha: float) -> list[str]:
+    """Holm's adjustment of every metric with a p-value, and the stars it gives; returns
+    the metrics tested."""
+    tested = [m for m, e in metrics.items() if e["p_value"] is not None]
+    for m, p in zip(tested, holm([metrics[m]["p_value"] for m in tested]), strict=True):
+        metrics[m]["p_adjusted"] = p
+        metrics[m]["significant"] = p < alpha
+        metrics[m]["significant_unadjusted"] = metrics[m]["p_value"] < alpha
+    for e in metrics.values():
+        e.setdefault("significant", False)
+    return tested
+
+
+def own_values(run: RunOutcomes) -> dict[str, dict[str, Any]]:
+    """Per metric, the run's own headline over all its cases (the value of its
+    summary.json): the sum of the numerators over the sum of the denominators, and ``n``,
+    the cases with something to check. A comparison's A and B are on the shared cases
+    only, so they differ from these when a run has cases the other does not count."""
+    if not run.counts:
+        return {m: {"value": None, "n": 0} for m in METRICS}
+    counts = _counts_array(run, sorted(run.counts))
+    out: dict[str, dict[str, Any]] = {}
+    for j, m in enumerate(METRICS):
+        num, den = counts[:, j, 0], counts[:, j, 1]
+        total = float(den.sum())
+        out[m] = {
+            "value": float(num.sum()) / total if total > 0 else None,
+            "n": int((den > 0).sum()),
+        }
+    return out
+
+
+def _consistency_of(
+    a: RunOutcomes, b: RunOutcomes, ids: list[str], flipped: list[str]
+) -> dict[str, Any]:
     """B's (case, check) verdicts against A's (issue 20), when both are run folders; with
-    B a perturbed run (``RUN/perturb/<name>``) its names are mapped back for the diffs."""
+    B a perturbed run (``RUN/perturb/<name>``) its names are mapped back for the diffs.
+    ``changed_count``: the shared cases with at least one check verdict changed, the
+    ``flipped`` ones included (None when a side has no check verdicts, as a baseline)."""
     if not a.checks or not b.checks:
-        return {}
-    from hy_eval.harness._metamorphic import consistency
+        return {"changed_count": None}
+    from hy_eval.harness._metamorphic import changed_ids, consistency
 
     info = b.perturbation or {}
     subjects = {cid: c["subjects"] for cid, c in info.get("cases", {}).items()}
+    changed = (changed_ids(a.checks, b.checks) & set(ids)) | set(flipped)
     return {
+        "changed_count": len(changed),
         "perturbation": info.get("perturbation"),
         "consistency": consistency(a.checks, b.checks, subjects),
     }
-
-
-def _num(x: float | None, spec: str) -> str:
-    return "n/a" if x is None else format(x, spec)
-
-
-def comparison_text(result: Mapping[str, Any]) -> str:
-    alpha = result.get("alpha", 0.05)
-    level = round(100 * result.get("ci_level", 1 - alpha))
-    lines = [
-        f"B = {result['b']} vs A = {result['a']} on {result['cases']} shared cases",
-        f"{'metric':<30}{'A':>7}{'B':>7}{'B-A':>8}  {f'{level}% CI':<18}"
-        f"{'p':>7}{'p_holm':>8}{'MDE':>7}",
-    ]
-    for m, e in result["metrics"].items():
-        if e["diff"] is None:
-            continue
-        star = " *" if e["significant"] else ""
-        ci = f"[{e['ci'][0]:+.3f}, {e['ci'][1]:+.3f}]"
-        lines.append(
-            f"{m:<30}{e['a']:>7.3f}{e['b']:>7.3f}{e['diff']:>+8.3f}  {ci:<18}"
-            f"{e['p_value']:>7.4f}{e.get('p_adjusted', e['p_value']):>8.4f}"
-            f"{_num(e.get('mde'), '.3f'):>7}{star}"
-        )
-    mc = result["mcnemar"]
-    lines.append(
-        f"case_pass flips: {mc['fixed']} fixed by B, {mc['broken']} broken by B; "
-        f"McNemar exact p = {mc['p_value']:.4f}"
-        + (f" (Holm-adjusted {result['p_holm']:.4f})" if "p_holm" in result else "")
-    )
-    for flip in result["flipped"][:20]:
-        lines.append(f"  {flip['change']:<6} {flip['id']}")
-    if len(result["flipped"]) > 20:
-        lines.append(f"  ... and {len(result['flipped']) - 20} more")
-    if "consistency" in result:
-        from hy_eval.harness._metamorphic import consistency_text
-
-        lines += consistency_text(result["consistency"], result.get("perturbation"))
-    lines.append(matcher_text(result.get("matcher")))
-    lines += [
-        f"* = Holm-adjusted p (p_holm) < {alpha:g} across the {result['metrics_tested']} metrics "
-        "compared; p is unadjusted:",
-        "    a two-sided paired permutation test, exact McNemar for case_pass.",
-        f"MDE: the difference this suite detects with 80% power at alpha {alpha:g}; "
-        "smaller differences are noise here.",
-    ]
-    # Labels, case ids, tags and rules come from the run folders: each line is made safe
-    # for a terminal, its own line breaks included, so no value can forge a line.
-    return "\n".join(neutralise(line, keep="") for line in lines)

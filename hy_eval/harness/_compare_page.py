@@ -2,9 +2,10 @@
 and one page per comparison of a matrix run.
 
 The numbers are those of :func:`hy_eval.harness._compare.compare` (paired differences with
-their bootstrap CIs and p-values, McNemar's test on the flipped cases); this module only
-reads the flipped cases' records from both run folders and renders
-``templates/compare.html.j2`` (see ``_pages.py`` for escaping and the embedded data).
+their bootstrap CIs and p-values, McNemar's test on the flipped cases), and the sentences
+about them are the terminal's (``_compare_text.py``); this module only reads the flipped
+cases' records from both run folders and renders ``templates/compare.html.j2`` (see
+``_pages.py`` for escaping and the embedded data).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from hy_eval.harness._compare_text import SHARED_NOTE, own_value_lines, verdict_lines
 from hy_eval.harness._pages import case_entry, render_page
 from hy_eval.harness._runlog import RECORDS_NAME, CaseRecord, read_records
 
@@ -130,9 +132,10 @@ def compare_page(result: Mapping[str, Any], run_a: str | Path, run_b: str | Path
         legend=legend,
         has_adjusted=any(row["p_adjusted"] != "n/a" for row in metrics),
         has_mde=any(row["mde"] != "n/a" for row in metrics),
-        mcnemar=result.get("mcnemar", {}),
+        shared_note=SHARED_NOTE,
+        own_lines=own_value_lines(result) if "metrics" in result else [],
+        verdicts=verdict_lines(result) if "mcnemar" in result else [],
         mde=result.get("mde_case_pass"),
-        p_holm=result.get("p_holm"),
         left_out=len(flipped) - len(shown),
         run_a=str(run_a),
         run_b=str(run_b),

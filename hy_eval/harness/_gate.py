@@ -134,6 +134,12 @@ def _consistency_gates(path: str | Path, table: Any) -> dict[str, dict[str, floa
     return out
 
 
+def _changed_count(section: dict[str, Any]) -> Any:
+    """The cases with a check verdict changed under a perturbation; summaries written
+    before the count was named ``changed_count`` call it ``flipped_count``."""
+    return section.get("changed_count", section.get("flipped_count"))
+
+
 def consistency_checks(gates: Gates, summary: dict[str, Any], result: GateResult) -> None:
     """Each consistency floor against the run's ``perturbations`` section: the observed
     value, as ``min`` on a metric. A gated perturbation the run did not do fails."""
@@ -152,7 +158,7 @@ def consistency_checks(gates: Gates, summary: dict[str, Any], result: GateResult
             lo, hi = entry["ci"]
             result.failures.append(
                 f"consistency.{name} = {value:.3f} [{_fmt(lo)}, {_fmt(hi)}] is below the floor "
-                f"{spec['min']:.3f} ({done[name]['flipped_count']} cases flipped)"
+                f"{spec['min']:.3f} ({_changed_count(done[name])} cases with a check changed)"
             )
 
 

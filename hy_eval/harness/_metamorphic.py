@@ -33,8 +33,9 @@ from hy_eval.harness._stats import ratios_with_ci
 
 #: Checks that a record carries only when they fail.
 ONLY_ON_FAILURE = ("parse", "error")
-#: Flipped cases listed in full in summary.json and compare's JSON (the rest counted).
-MAX_FLIPPED = 50
+#: Changed cases (at least one check verdict changed) listed in full in summary.json and
+#: compare's JSON (the rest counted).
+MAX_CHANGED = 50
 PERTURB_FILE = "perturb.json"
 
 
@@ -68,6 +69,17 @@ def changed_checks(a: Mapping[str, bool], b: Mapping[str, bool]) -> tuple[int, l
     return len(keys), [k for k in keys if ok(a, k) != ok(b, k)]
 
 
+def changed_ids(base: Iterable[Mapping[str, Any]], other: Iterable[Mapping[str, Any]]) -> set[str]:
+    """The ids of the cases with at least one check verdict that differs between the two
+    runs on a shared (case, repeat), checks paired as ``changed_checks`` pairs them."""
+    b = {_key(r): r for r in other}
+    return {
+        r["id"]
+        for r in base
+        if _key(r) in b and changed_checks(verdicts_of(r), verdicts_of(b[_key(r)]))[1]
+    }
+
+
 def _key(rec: Mapping[str, Any]) -> str:
     return f"{rec['id']}#{rec.get('repeat', 0)}"
 
@@ -99,14 +111,14 @@ def consistency(
 ) -> dict[str, Any]:
     """Consistency of ``perturbed`` against ``base`` on their shared (case, repeat) keys:
     the value with its CI (cases resampled whole), a fragility table by rule and tag, and
-    the flipped cases with a diff of their facts. ``subjects`` (case id -> perturbed
-    subject -> original) maps names back for the diff."""
+    the changed cases (at least one check verdict changed) with a diff of their facts.
+    ``subjects`` (case id -> perturbed subject -> original) maps names back for the diff."""
     subjects = subjects or {}
     a = {_key(r): r for r in base}
     b = {_key(r): r for r in perturbed}
     keys = sorted(k for k in a if k in b)  # records are in finishing order
     groups: dict[str, list[int]] = {}
-    nums, dens, flipped = [], [], []
+    nums, dens, changed_cases = [], [], []
     for i, k in enumerate(keys):
         ra, rb = a[k], b[k]
         total, changed = changed_checks(verdicts_of(ra), verdicts_of(rb))
@@ -116,7 +128,7 @@ def consistency(
             groups.setdefault(label, []).append(i)
         if changed:
             subj = subjects.get(ra["id"], {})
-            flipped.append(
+            changed_cases.append(
                 {
                     "id": ra["id"],
                     "repeat": ra.get("repeat", 0),
@@ -136,10 +148,10 @@ def consistency(
         num[rows, j] = np.asarray(nums, dtype=float)[rows]
         den[rows, j] = np.asarray(dens, dtype=float)[rows]
     entries = ratios_with_ci(num, den)
-    flips = [n < d for n, d in zip(nums, dens, strict=True)]
+    changes = [n < d for n, d in zip(nums, dens, strict=True)]
     fragility = {
         kind: {
-            label.split(":", 1)[1]: {**_short(e), "flipped": sum(flips[i] for i in groups[label])}
+            label.split(":", 1)[1]: {**_short(e), "changed": sum(changes[i] for i in groups[label])}
             for label, e in zip(labels, entries[1:], strict=True)
             if label.startswith(kind + ":")
         }
@@ -152,8 +164,8 @@ def consistency(
         "checks_changed": int(sum(dens) - sum(nums)),
         "only_in_base": len(set(a) - set(b)),
         "fragility": fragility,
-        "flipped_count": len(flipped),
-        "flipped": flipped[:MAX_FLIPPED],
+        "changed_count": len(changed_cases),
+        "changed_cases": changed_cases[:MAX_CHANGED],
     }
 
 
@@ -225,25 +237,25 @@ def markdown_section(name: str, s: Mapping[str, Any]) -> str:
         cells = ["n/a" if v is None else f"{v:.3f}" for v in (e["base"], e["perturbed"])]
         lines.append(f"| {m} | {cells[0]} | {cells[1]} |")
     lines += fragility_lines(s)
-    lines += ["", "| flipped case | checks changed | facts diff |", "|---|---|---|"]
-    for f in s["flipped"]:
+    lines += ["", "| changed case | checks changed | facts diff |", "|---|---|---|"]
+    for f in s["changed_cases"]:
         diff = json.dumps(f["facts_diff"], ensure_ascii=False).replace("|", "\\|")
         lines.append(f"| {f['id']} | {', '.join(f['changed'])} | {diff[:300]} |")
-    if s["flipped_count"] > len(s["flipped"]):
-        lines.append(f"| ... and {s['flipped_count'] - len(s['flipped'])} more | | |")
+    if s["changed_count"] > len(s["changed_cases"]):
+        lines.append(f"| ... and {s['changed_count'] - len(s['changed_cases'])} more | | |")
     return "\n".join(lines) + "\n"
 
 
 def fragility_lines(s: Mapping[str, Any]) -> list[str]:
     """Rules and tags by consistency, least consistent first."""
-    lines = ["", "| fragility | consistency (95% CI) | cases | flipped |", "|---|---|---|---|"]
+    lines = ["", "| fragility | consistency (95% CI) | cases | changed |", "|---|---|---|---|"]
     rows = [
         (e["value"] if e["value"] is not None else 1.0, f"{kind} {label}", e)
         for kind in ("rule", "tag")
         for label, e in s["fragility"][kind].items()
     ]
     for _, label, e in sorted(rows, key=lambda r: (r[0], r[1])):
-        lines.append(f"| {label} | {_pct(e)} | {e['n']} | {e['flipped']} |")
+        lines.append(f"| {label} | {_pct(e)} | {e['n']} | {e['changed']} |")
     return lines
 
 
@@ -301,14 +313,14 @@ def terminal_lines(summary: Mapping[str, Any]) -> list[str]:
     """One line per perturbation for the terminal summary."""
     return [
         f"perturbation {name}: consistency {_pct(s['consistency'])} over {s['cases']} cases "
-        f"({s['flipped_count']} flipped, {s['skipped']} skipped)"
+        f"({s['changed_count']} changed, {s['skipped']} skipped)"
         for name, s in summary.get("perturbations", {}).items()
     ]
 
 
 def consistency_text(c: Mapping[str, Any], perturbation: str | None = None) -> list[str]:
     """compare's lines on consistency: the value, the least consistent rules and tags,
-    and the flipped cases with the checks that changed."""
+    and the changed cases with the checks that changed."""
     what = f" under perturbation {perturbation}" if perturbation else ""
     lines = [
         f"consistency{what}: {_pct(c['consistency'])}, {c['checks'] - c['checks_changed']} of "
@@ -318,17 +330,17 @@ def consistency_text(c: Mapping[str, Any], perturbation: str | None = None) -> l
         (e["value"], f"{kind} {label}", e)
         for kind in ("rule", "tag")
         for label, e in c["fragility"][kind].items()
-        if e["value"] is not None and e["flipped"]
+        if e["value"] is not None and e["changed"]
     )
     if rows:
         lines.append(
             "  most fragile: "
-            + ", ".join(f"{label} {v:.3f} ({e['flipped']} flipped)" for v, label, e in rows[:6])
+            + ", ".join(f"{label} {v:.3f} ({e['changed']} changed)" for v, label, e in rows[:6])
         )
-    for f in c["flipped"][:20]:
-        lines.append(f"  flipped {f['id']}: {', '.join(f['changed'])}")
-    if c["flipped_count"] > 20:
-        lines.append(f"  ... and {c['flipped_count'] - 20} more")
+    for f in c["changed_cases"][:20]:
+        lines.append(f"  changed {f['id']}: {', '.join(f['changed'])}")
+    if c["changed_count"] > 20:
+        lines.append(f"  ... and {c['changed_count'] - 20} more")
     return lines
 
 

@@ -107,15 +107,15 @@ def test_one_wrong_name_drops_consistency_by_exactly_its_checks(tmp_path, capsys
     assert section["metrics"]["attribution_accuracy"]["base"] == 1.0
     assert section["metrics"]["attribution_accuracy"]["perturbed"] < 1.0
     wrong = [p.id for p in perturbed if bad in p.named_speakers]
-    assert [f["id"] for f in section["flipped"]] == wrong and wrong[0] == "p-00"
-    assert {tuple(f["changed"]) for f in section["flipped"]} == {("fact#1",)}
+    assert [f["id"] for f in section["changed_cases"]] == wrong and wrong[0] == "p-00"
+    assert {tuple(f["changed"]) for f in section["changed_cases"]} == {("fact#1",)}
     # The facts diff maps the new names back: only the subject of the wrong fact differs.
-    diff = json.dumps(section["flipped"][0]["facts_diff"])
+    diff = json.dumps(section["changed_cases"][0]["facts_diff"])
     assert "named:" in diff and "user" in diff
     by_tag = {t: sum(int(w[2:]) % 2 == int(t[-1]) for w in wrong) for t in ("pair0", "pair1")}
-    for tag, flipped in by_tag.items():
-        assert section["fragility"]["tag"][tag]["flipped"] == flipped
-        assert section["fragility"]["tag"][tag]["value"] == (12 - flipped) / 12
+    for tag, changed in by_tag.items():
+        assert section["fragility"]["tag"][tag]["changed"] == changed
+        assert section["fragility"]["tag"][tag]["value"] == (12 - changed) / 12
     # Written to the run folder: report.md and the perturbed run's own folder.
     report = (run_dir / "report.md").read_text()
     assert "## Perturbation `rename`" in report and "| p-00 | fact#1 |" in report
@@ -131,11 +131,11 @@ def test_one_wrong_name_drops_consistency_by_exactly_its_checks(tmp_path, capsys
     )
     text = capsys.readouterr().out
     assert f"consistency under perturbation rename: {value:.3f}" in text
-    assert "flipped p-00: fact#1" in text and "most fragile: " in text
+    assert "changed p-00: fact#1" in text and "most fragile: " in text
     cmp = json.loads(out_json.read_text())
     assert cmp["perturbation"] == "rename"
     assert cmp["consistency"]["checks_changed"] == hit
-    assert cmp["consistency"]["flipped"] == section["flipped"]
+    assert cmp["consistency"]["changed_cases"] == section["changed_cases"]
 
 
 def test_a_perfect_model_is_fully_consistent_under_every_perturbation_and_resumes(tmp_path):
@@ -162,7 +162,7 @@ def test_a_perfect_model_is_fully_consistent_under_every_perturbation_and_resume
     for name in names:
         s = summary["perturbations"][name]
         assert s["consistency"]["value"] == 1.0, name
-        assert s["cases"] == len(suite.cases) and s["flipped"] == []
+        assert s["cases"] == len(suite.cases) and s["changed_cases"] == []
     order = summary["perturbations"]["order"]
     assert (order["cases"], order["skipped"], order["consistency"]["value"]) == (0, 8, None)
 
@@ -201,7 +201,7 @@ def test_consistency_counts_case_check_pairs():
     pert = [_rec("a", [("fact", True), ("fact", False)]), _rec("b", [("fact", False)])]
     c = consistency(base, pert)
     assert (c["checks"], c["checks_changed"], c["consistency"]["value"]) == (3, 1, 2 / 3)
-    assert c["flipped_count"] == 1 and c["flipped"][0]["changed"] == ["fact#1"]
+    assert c["changed_count"] == 1 and c["changed_cases"][0]["changed"] == ["fact#1"]
     assert c["fragility"]["rule"]["A1"]["value"] == 2 / 3
 
 

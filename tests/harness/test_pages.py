@@ -62,7 +62,10 @@ def test_compare_html_writes_the_comparison_page(tmp_path, capsys):
     assert main(["compare", str(a), str(b), "--html", str(out)]) == 0
     assert f"comparison page: {out}" in capsys.readouterr().out
     page = out.read_text(encoding="utf-8")
-    assert "<b>new</b>" not in page and "case_pass flips: 0 fixed by B, 1 broken by B" in page
+    assert (
+        "<b>new</b>" not in page
+        and "flipped (pass/fail verdict changed): 1 case, 0 fixed by B, 1 broken by B" in page
+    )
     data = embedded_data(page)
     assert [f["id"] for f in data["flipped"]] == [flipped["id"]]
     assert data["flipped"][0]["facts"]["added"][0]["text"] == "<b>new</b>"

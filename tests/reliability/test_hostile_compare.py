@@ -103,7 +103,7 @@ def test_compare_prints_no_control_character_from_the_run_folders(two_runs, tmp_
     # The values are still shown, as escapes the reader can see and search for.
     shown = neutralise(f"t-00{HOSTILE}", keep="")
     assert f"broken {shown}" in out
-    assert f"flipped {shown}: fact#0" in out
+    assert f"changed {shown}: fact#0" in out
     assert f"tag tag{neutralise(HOSTILE, keep='')}" in out
     assert neutralise(f"scripted{HOSTILE}", keep="") in out.splitlines()[0]
 
