@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import os
 import signal
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from hy_eval._exitcodes import ExitCode
+from hy_eval._exitcodes import ExitCode, InterruptedRun
 from hy_eval._redact import redact_tree
 from hy_eval._terminal import echo
 from hy_eval.harness._batchrun import BATCH_PRICE_FACTOR, fill_cache_by_batches
@@ -341,13 +343,15 @@ class Runner:
             summary = write_reports(
                 plan.run_dir, saved, stats, wall, {c.id for c in plan.cases}, pass_k=cfg.pass_k
             )
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as exc:
+            # Said once: a Ctrl-C caught by the run's handler has printed "interrupted".
+            told = isinstance(exc, InterruptedRun)
             echo(
-                f"\nhy-eval: interrupted; finished cases are kept in {records}. "
-                f"Resume with: {resume}",
+                ("hy-eval: " if told else "\nhy-eval: interrupted; ")
+                + f"finished cases are kept in {records}. Resume with: {resume}",
                 err=True,
             )
-            raise
+            raise InterruptedRun from None
         finally:
             if self._reuse is not None:
                 self._reuse.close()
@@ -376,6 +380,9 @@ class Runner:
         queue: asyncio.Queue[tuple[CaseRef, str, int] | None] = asyncio.Queue(maxsize=2 * workers)
         writer = RecordWriter(records)
         stop = asyncio.Event()
+        clients = [llm]
+        if self.judge is not None and self.judge.llm is not llm:
+            clients.append(self.judge.llm)
 
         async def produce() -> None:
             for ref, text in suite.iter_lines(set(todo)):
@@ -388,24 +395,41 @@ class Runner:
             store = MemoryStore()
             while not stop.is_set():
                 item = await queue.get()
-                if item is None:
+                if item is None or stop.is_set():
                     return
-                line, error = await self._case_line(suite, item, llm, prompts, prices, store)
+                try:
+                    line, error = await self._case_line(suite, item, llm, prompts, prices, store)
+                except RunStopped:
+                    if stop.is_set():  # interrupted: no record, a resume runs the case
+                        return
+                    raise
                 writer.write_line(line)
                 progress.advance(error)
 
         tasks = [asyncio.create_task(worker()) for _ in range(workers)]
-        tasks.append(asyncio.create_task(produce()))
+        producer = asyncio.create_task(produce())
+        tasks.append(producer)
+
+        def interrupt() -> None:
+            """No new case: the producer stops, queued cases are dropped, idle workers are
+            told to stop, and the clients abandon what they can."""
+            producer.cancel()
+            while not queue.empty():
+                queue.get_nowait()
+            for _ in range(workers):
+                queue.put_nowait(None)
+            for client in clients:
+                client.interrupt()
+
         try:
-            await _gather_until_sigint(tasks, stop)
+            await _gather_until_sigint(tasks, stop, interrupt)
         finally:
             writer.close()
             progress.close()
-            await llm.aclose()
-            if self.judge is not None and self.judge.llm is not llm:
-                await self.judge.llm.aclose()
+            for client in clients:
+                await client.aclose()
         if stop.is_set():
-            raise KeyboardInterrupt
+            raise InterruptedRun  # the handler said so; _execute says what is kept
 
     async def _case_line(
         self,
@@ -449,30 +473,61 @@ class Runner:
         return line, error
 
 
-async def _gather_until_sigint(tasks: list[asyncio.Task[None]], stop: asyncio.Event) -> None:
-    """Wait for ``tasks``; on SIGINT set ``stop`` and cancel them. ``stop`` is checked by
-    the workers too: Python 3.10-3.11's ``wait_for`` can lose a cancellation that lands
-    as a call completes, and the run would go on."""
+#: Seconds a first Ctrl-C leaves the cases in progress to end (a remote call in flight
+#: may still bring its answer, which is cached) before they are cancelled.
+INTERRUPT_GRACE_S = 1.0
 
-    def on_sigint() -> None:
-        stop.set()
+
+async def _gather_until_sigint(
+    tasks: list[asyncio.Task[None]], stop: asyncio.Event, interrupt: Callable[[], None]
+) -> None:
+    """Wait for ``tasks``. A first SIGINT sets ``stop``, says so once and calls
+    ``interrupt`` (no new case; model calls abandoned where they can be); the tasks still
+    running :data:`INTERRUPT_GRACE_S` later are cancelled. A second SIGINT ends the
+    process at once (exit 130): records and answers are written as they come, so nothing
+    received is lost. ``stop`` is checked by the workers too: Python 3.10-3.11's
+    ``wait_for`` can lose a cancellation that lands as a call completes."""
+    loop = asyncio.get_running_loop()
+
+    def cancel_all() -> None:
         for t in tasks:
             t.cancel()
 
-    loop = asyncio.get_running_loop()
+    def on_sigint() -> None:
+        if stop.is_set():
+            interrupt()  # the local model's process again, in case it was restarted
+            echo("hy-eval: Ctrl-C again: quitting now", err=True, flush=True)
+            os._exit(ExitCode.INTERRUPTED)
+        stop.set()
+        echo(
+            "\nhy-eval: interrupted: no new case starts; answers received are kept "
+            "(Ctrl-C again quits at once)",
+            err=True,
+            flush=True,
+        )
+        interrupt()
+        loop.call_later(INTERRUPT_GRACE_S, cancel_all)
+
     try:
         loop.add_signal_handler(signal.SIGINT, on_sigint)
         handles_sigint = True
     except (NotImplementedError, RuntimeError, ValueError):
         handles_sigint = False  # not the main thread (tests run runners in threads)
     try:
-        await asyncio.gather(*tasks)
+        # Not gather: the producer, cancelled by ``interrupt``, must not end the wait
+        # before the workers' grace period; a task's exception still ends it at once.
+        pending: set[asyncio.Task[None]] = set(tasks)
+        while pending:
+            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_EXCEPTION)
+            for t in done:
+                error = None if t.cancelled() else t.exception()
+                if error is not None:
+                    raise error
     except asyncio.CancelledError:
         if not stop.is_set():
             raise
     finally:
         if handles_sigint:
             loop.remove_signal_handler(signal.SIGINT)
-        for t in tasks:
-            t.cancel()
+        cancel_all()
         await asyncio.gather(*tasks, return_exceptions=True)

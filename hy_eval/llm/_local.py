@@ -90,7 +90,8 @@ class _ModelProcess:
     def call(self, payload: dict[str, Any]) -> dict[str, Any]:
         data = (json.dumps(payload) + "\n").encode("ascii")
         with self.lock:
-            if self._proc is None:
+            if self._proc is None or self._proc.poll() is not None:
+                # First call, or the process was killed while idle (:meth:`abort`).
                 self._proc = self._start()
             proc = self._proc
             stdin, stdout = _pipes(proc)
@@ -109,6 +110,14 @@ class _ModelProcess:
         except ValueError:
             raise ProviderError("bad_answer", f"local: unreadable reply {line[:80]!r}") from None
         return reply
+
+    def abort(self) -> None:
+        """Kill the process now (Ctrl-C): a call in progress ends at once with
+        ``ModelProcessDied``; the next call starts a new process. Not under :attr:`lock`,
+        which the call in progress holds."""
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            proc.kill()
 
     def close(self) -> None:
         """End the process: end of input lets it free the model; killed if it lingers."""
@@ -191,6 +200,11 @@ class LocalProvider:
         return await asyncio.get_running_loop().run_in_executor(
             process.executor, self._complete_sync, process, request
         )
+
+    def abort(self) -> None:
+        """Abandon the call in progress: the model's process is killed (it ignores
+        SIGINT, and llama.cpp cannot be stopped halfway through a call)."""
+        model_process(self.path, self.n_ctx).abort()
 
     async def aclose(self) -> None:
         return None
