@@ -81,6 +81,8 @@ class RunConfig:
     #: Reuse finished case records from the cache (read-write mode only; _reuse.py).
     reuse: bool = True
     timeout: float = 120.0
+    #: The local model's threads (``ModelOptions.threads``; not in any cache key).
+    threads: int | None = None
     retries: int = 4
     #: First backoff delay in seconds (doubles per retry); tests shorten it.
     retry_base_delay: float = 0.5

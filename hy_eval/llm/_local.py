@@ -68,9 +68,10 @@ class _ModelProcess:
     and again on the first call after it died. :meth:`call` blocks: it runs on
     :attr:`executor`'s one thread, so the event loop stays free."""
 
-    def __init__(self, path: Path, n_ctx: int) -> None:
+    def __init__(self, path: Path, n_ctx: int, threads: int | None = None) -> None:
         self.path = path
         self.n_ctx = n_ctx
+        self.threads = threads
         self.lock = threading.Lock()
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="llama-pipe")
         self._proc: subprocess.Popen[bytes] | None = None
@@ -81,8 +82,9 @@ class _ModelProcess:
 
     def _start(self) -> subprocess.Popen[bytes]:
         # stderr is inherited: faulthandler's trace of a native crash reaches the terminal.
+        threads = [str(self.threads)] if self.threads is not None else []
         return subprocess.Popen(
-            [sys.executable, str(WORKER_SCRIPT), str(self.path), str(self.n_ctx)],
+            [sys.executable, str(WORKER_SCRIPT), str(self.path), str(self.n_ctx), *threads],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
         )
@@ -138,19 +140,23 @@ def _pipes(proc: subprocess.Popen[bytes]) -> tuple[IO[bytes], IO[bytes]]:
     return proc.stdin, proc.stdout
 
 
-def model_process(path: Path, n_ctx: int) -> _ModelProcess:
-    """The shared model process for ``path`` and ``n_ctx`` (started on its first call)."""
-    key = f"{path.resolve()}:{n_ctx}"
+def model_process(path: Path, n_ctx: int, threads: int | None = None) -> _ModelProcess:
+    """The shared model process for ``path``, ``n_ctx`` and ``threads`` (started on its
+    first call)."""
+    key = f"{path.resolve()}:{n_ctx}:{threads}"
     with _processes_lock:
         if key not in _processes:
-            _processes[key] = _ModelProcess(path, n_ctx)
+            _processes[key] = _ModelProcess(path, n_ctx, threads)
         return _processes[key]
 
 
 class LocalProvider:
     """``--provider local`` (the default). ``model`` is a GGUF path or empty for the
-    embedded SmolLM2-135M-Instruct. The per-call timeout cannot interrupt llama.cpp; it is
-    not applied here."""
+    embedded SmolLM2-135M-Instruct. The per-call timeout is not applied: a slow machine's
+    call (model loading included) may take minutes; Ctrl-C ends one (:meth:`abort`).
+    ``threads`` is llama.cpp's thread count (``None``: the cores, at most 4); it is not in
+    ``key_options``, the cache key's part: answers do not depend on it by design, though a
+    different count may change the last bits of floating-point sums."""
 
     name = "local"
     default_concurrency = 1
@@ -158,7 +164,9 @@ class LocalProvider:
     #: A call cannot be abandoned halfway: the client must not time it out.
     interruptible = False
 
-    def __init__(self, model: str | None = None, *, n_ctx: int = 8192) -> None:
+    def __init__(
+        self, model: str | None = None, *, n_ctx: int = 8192, threads: int | None = None
+    ) -> None:
         if model and model != DEFAULT_LOCAL_MODEL:
             path = Path(model).expanduser()
             if not path.is_file():
@@ -169,6 +177,7 @@ class LocalProvider:
             self.model = DEFAULT_LOCAL_MODEL
         self.path = path
         self.n_ctx = n_ctx
+        self.threads = threads
         # Loading without extra buffer types changes answers (other matrix kernels), so
         # it is part of the cache key: answers cached with repacked weights are not reused.
         self.key_options: dict[str, Any] = {
@@ -196,7 +205,7 @@ class LocalProvider:
         )
 
     async def complete(self, request: Request, timeout: float) -> Completion:
-        process = model_process(self.path, self.n_ctx)
+        process = model_process(self.path, self.n_ctx, self.threads)
         return await asyncio.get_running_loop().run_in_executor(
             process.executor, self._complete_sync, process, request
         )
@@ -204,7 +213,7 @@ class LocalProvider:
     def abort(self) -> None:
         """Abandon the call in progress: the model's process is killed (it ignores
         SIGINT, and llama.cpp cannot be stopped halfway through a call)."""
-        model_process(self.path, self.n_ctx).abort()
+        model_process(self.path, self.n_ctx, self.threads).abort()
 
     async def aclose(self) -> None:
         return None
