@@ -290,6 +290,8 @@ class Runner:
         repeats = (
             f", {cfg.repeats} repeats at temperature {cfg.temperature:g}" if cfg.repeats > 1 else ""
         )
+        if cfg.perturb:
+            repeats = f", perturbation {cfg.perturb} (seed {cfg.perturb_seed})" + repeats
         echo(
             f"hy-eval: {plan.suite.name}: {len(plan.cases)} cases ({done} already done), "
             f"provider {llm.provider.name}, model {llm.provider.model}, variant {cfg.variant}, "
