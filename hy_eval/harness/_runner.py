@@ -9,10 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import os
-import signal
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -25,6 +22,7 @@ from hy_eval.harness._casestep import run_case
 from hy_eval.harness._dataset import CaseRef, DatasetError, Suite
 from hy_eval.harness._judge import Judge, build_judge, judge_settings
 from hy_eval.harness._plan import RunError, RunPlan, plan_run
+from hy_eval.harness._pool import gather_until_sigint, interrupter, tick_every_second
 from hy_eval.harness._progress import Progress, structured_note
 from hy_eval.harness._report import write_reports
 from hy_eval.harness._reuse import RecordCache, case_record_key, record_identity
@@ -377,8 +375,10 @@ class Runner:
         record to ``cases.jsonl`` as it finishes. SIGINT stops the pool; the records
         written so far are kept."""
         total = sum(len(r) for r in todo.values())
-        progress = Progress(total + already, already, llm, enabled=self.config.progress)
         workers = max(1, min(llm.concurrency, total))
+        progress = Progress(
+            total + already, already, llm, enabled=self.config.progress, concurrency=workers
+        )
         # Bounded: cases are parsed as workers need them, so memory does not grow with
         # the suite. None tells a worker to stop.
         queue: asyncio.Queue[tuple[CaseRef, str, int] | None] = asyncio.Queue(maxsize=2 * workers)
@@ -401,6 +401,11 @@ class Runner:
                 item = await queue.get()
                 if item is None or stop.is_set():
                     return
+                ref, _, repeat = item
+                label = ref.id if self.config.repeats == 1 else f"{ref.id} repeat {repeat}"
+                progress.start(label)
+                progress.draw()
+                reused = self.records_reused
                 try:
                     line, error = await self._case_line(suite, item, llm, prompts, prices, store)
                 except RunStopped:
@@ -408,26 +413,20 @@ class Runner:
                         return
                     raise
                 writer.write_line(line)
-                progress.advance(error)
+                progress.finish(label, error, reused=self.records_reused > reused)
+                progress.draw()
 
         tasks = [asyncio.create_task(worker()) for _ in range(workers)]
         producer = asyncio.create_task(produce())
         tasks.append(producer)
 
-        def interrupt() -> None:
-            """No new case: the producer stops, queued cases are dropped, idle workers are
-            told to stop, and the clients abandon what they can."""
-            producer.cancel()
-            while not queue.empty():
-                queue.get_nowait()
-            for _ in range(workers):
-                queue.put_nowait(None)
-            for client in clients:
-                client.interrupt()
-
+        ticker = asyncio.create_task(tick_every_second(progress)) if progress.tty else None
         try:
-            await _gather_until_sigint(tasks, stop, interrupt)
+            interrupt = interrupter(producer, queue, workers, clients)
+            await gather_until_sigint(tasks, stop, interrupt)
         finally:
+            if ticker is not None:
+                ticker.cancel()
             writer.close()
             progress.close()
             for client in clients:
@@ -475,63 +474,3 @@ class Runner:
         if reuse is not None and not error:
             reuse.put_record(key, line)
         return line, error
-
-
-#: Seconds a first Ctrl-C leaves the cases in progress to end (a remote call in flight
-#: may still bring its answer, which is cached) before they are cancelled.
-INTERRUPT_GRACE_S = 1.0
-
-
-async def _gather_until_sigint(
-    tasks: list[asyncio.Task[None]], stop: asyncio.Event, interrupt: Callable[[], None]
-) -> None:
-    """Wait for ``tasks``. A first SIGINT sets ``stop``, says so once and calls
-    ``interrupt`` (no new case; model calls abandoned where they can be); the tasks still
-    running :data:`INTERRUPT_GRACE_S` later are cancelled. A second SIGINT ends the
-    process at once (exit 130): records and answers are written as they come, so nothing
-    received is lost. ``stop`` is checked by the workers too: Python 3.10-3.11's
-    ``wait_for`` can lose a cancellation that lands as a call completes."""
-    loop = asyncio.get_running_loop()
-
-    def cancel_all() -> None:
-        for t in tasks:
-            t.cancel()
-
-    def on_sigint() -> None:
-        if stop.is_set():
-            interrupt()  # the local model's process again, in case it was restarted
-            echo("hy-eval: Ctrl-C again: quitting now", err=True, flush=True)
-            os._exit(ExitCode.INTERRUPTED)
-        stop.set()
-        echo(
-            "\nhy-eval: interrupted: no new case starts; answers received are kept "
-            "(Ctrl-C again quits at once)",
-            err=True,
-            flush=True,
-        )
-        interrupt()
-        loop.call_later(INTERRUPT_GRACE_S, cancel_all)
-
-    try:
-        loop.add_signal_handler(signal.SIGINT, on_sigint)
-        handles_sigint = True
-    except (NotImplementedError, RuntimeError, ValueError):
-        handles_sigint = False  # not the main thread (tests run runners in threads)
-    try:
-        # Not gather: the producer, cancelled by ``interrupt``, must not end the wait
-        # before the workers' grace period; a task's exception still ends it at once.
-        pending: set[asyncio.Task[None]] = set(tasks)
-        while pending:
-            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_EXCEPTION)
-            for t in done:
-                error = None if t.cancelled() else t.exception()
-                if error is not None:
-                    raise error
-    except asyncio.CancelledError:
-        if not stop.is_set():
-            raise
-    finally:
-        if handles_sigint:
-            loop.remove_signal_handler(signal.SIGINT)
-        cancel_all()
-        await asyncio.gather(*tasks, return_exceptions=True)

@@ -75,6 +75,10 @@ class _ModelProcess:
         self.lock = threading.Lock()
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="llama-pipe")
         self._proc: subprocess.Popen[bytes] | None = None
+        #: Whether the current process has answered a call (before: it loads the model).
+        self.answered = False
+        #: Whether a call is in progress.
+        self.busy = False
 
     @property
     def pid(self) -> int | None:
@@ -95,14 +99,19 @@ class _ModelProcess:
             if self._proc is None or self._proc.poll() is not None:
                 # First call, or the process was killed while idle (:meth:`abort`).
                 self._proc = self._start()
+                self.answered = False
             proc = self._proc
             stdin, stdout = _pipes(proc)
+            self.busy = True
             try:
                 stdin.write(data)
                 stdin.flush()
                 line = stdout.readline()
             except OSError:  # the pipe broke: the process is gone
                 line = b""
+            finally:
+                self.busy = False
+            self.answered = self.answered or bool(line)
             if not line:
                 code = proc.wait()
                 self._proc = None
@@ -209,6 +218,12 @@ class LocalProvider:
         return await asyncio.get_running_loop().run_in_executor(
             process.executor, self._complete_sync, process, request
         )
+
+    def status(self) -> str | None:
+        """``loading the model`` while the first call of the model's process runs (the
+        process loads the model on its first request); else ``None``. For progress."""
+        process = model_process(self.path, self.n_ctx, self.threads)
+        return "loading the model" if process.busy and not process.answered else None
 
     def abort(self) -> None:
         """Abandon the call in progress: the model's process is killed (it ignores

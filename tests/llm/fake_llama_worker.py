@@ -6,7 +6,8 @@ Run as ``fake_llama_worker.py PLAN.json N_CTX``; the "model file" is a plan:
 it kills itself with the signal (or exits with ``exit_code``), unless ``marker`` exists
 (it creates the marker first, so that a resumed run's new process does not crash again).
 Requests containing "BAD-REQUEST" get the worker's error answer. With ``"slow_from": K``
-every request from the K-th on takes ``slow_s`` seconds (default 60), after touching
+every request from the K-th on (to the ``slow_until``-th, if given) takes ``slow_s``
+seconds (default 60), after touching
 ``slow_marker`` when given: a model call in progress that a test can interrupt."""
 
 import json
@@ -32,7 +33,8 @@ def main():
             if plan.get("exit_code") is not None:
                 sys.exit(plan["exit_code"])
             os.kill(os.getpid(), plan.get("signal", signal.SIGSEGV))
-        if plan.get("slow_from") is not None and served >= plan["slow_from"]:
+        slow_until = plan.get("slow_until", served)
+        if plan.get("slow_from") is not None and plan["slow_from"] <= served <= slow_until:
             if plan.get("slow_marker"):
                 open(plan["slow_marker"], "w").close()
             time.sleep(plan.get("slow_s", 60))
