@@ -20,3 +20,8 @@ class ExitCode(IntEnum):
     CACHE_MISS = 4
     #: Interrupted (SIGINT).
     INTERRUPTED = 130
+
+
+class InterruptedRun(KeyboardInterrupt):
+    """Ctrl-C that the code which caught it has already told the user about (what was kept,
+    how to resume): the command line exits 130 without a line of its own."""

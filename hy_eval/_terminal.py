@@ -27,6 +27,7 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Iterable
+from typing import TextIO
 
 #: Every character :func:`neutralise` renders, ``\\n`` and ``\\t`` included (kept on request).
 _UNSAFE = "\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff"
@@ -60,13 +61,21 @@ def neutralise(text: object, *, keep: str = "\n") -> str:
     return pattern.sub(_escape, text) if pattern.search(text) else text
 
 
-def echo(text: object = "", *, err: bool = False, keep: str = "\n", flush: bool = False) -> None:
-    """Print ``text`` neutralised (:func:`neutralise`, keeping ``keep``) and a line break,
-    on stdout, or on stderr when ``err``."""
-    stream = sys.stderr if err else sys.stdout
-    stream.write(neutralise(text, keep=keep) + "\n")
+def echo(
+    text: object = "",
+    *,
+    err: bool = False,
+    keep: str = "\n",
+    flush: bool = False,
+    end: str = "\n",
+    stream: TextIO | None = None,
+) -> None:
+    """Print ``text`` neutralised (:func:`neutralise`, keeping ``keep``) and ``end`` (a line
+    break), on stdout, or on stderr when ``err``, or on ``stream`` when given (a test's)."""
+    out = stream if stream is not None else sys.stderr if err else sys.stdout
+    out.write(neutralise(text, keep=keep) + end)
     if flush:
-        stream.flush()
+        out.flush()
 
 
 def echo_lines(lines: Iterable[object], *, err: bool = False, keep: str = "") -> None:

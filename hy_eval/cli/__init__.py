@@ -20,7 +20,7 @@ import faulthandler
 import sys
 from collections.abc import Sequence
 
-from hy_eval._exitcodes import ExitCode
+from hy_eval._exitcodes import ExitCode, InterruptedRun
 from hy_eval._terminal import echo, echo_lines
 from hy_eval.cli import (
     _cache,
@@ -95,8 +95,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         first, *more = exc.lines or ("",)
         echo_lines([f"hy-eval: error: {first}", *more], err=True)
         return exc.exit_code
-    except KeyboardInterrupt:
-        echo("hy-eval: interrupted", err=True)
+    except KeyboardInterrupt as exc:
+        if not isinstance(exc, InterruptedRun):  # else the run has said what it kept
+            echo("hy-eval: interrupted", err=True)
         return ExitCode.INTERRUPTED
     except BrokenPipeError:
         return ExitCode.OK

@@ -40,7 +40,20 @@ def add_model_flags(p: argparse.ArgumentParser, *, cache_mode: bool = True) -> N
         help="openai provider: how to ask for JSON (default: auto with --base-url, which "
         "probes the server once; json_schema for OpenAI). See docs/llm.md",
     )
-    g.add_argument("--timeout", type=float, default=120.0, help="seconds per call (default 120)")
+    g.add_argument(
+        "--timeout",
+        type=float,
+        default=120.0,
+        help="seconds per call to a server (default 120); the local model's calls are not "
+        "timed out (Ctrl-C stops them)",
+    )
+    g.add_argument(
+        "--threads",
+        type=int,
+        metavar="N",
+        help="local provider: llama.cpp threads (default: the cores, at most 4); not part "
+        "of the cache key",
+    )
     g.add_argument("--retries", type=int, default=4, help="retries per call (default 4)")
     g.add_argument(
         "--retry-delay",
@@ -79,6 +92,7 @@ def model_options(args: argparse.Namespace, *, cache_mode: str | None = None) ->
         retry_base_delay=args.retry_delay,
         concurrency=args.concurrency,
         temperature=args.temperature,
+        threads=args.threads,
         cache_mode=cache_mode or args.cache_mode,
         cache_path=cache_path(args),
     )

@@ -7,6 +7,7 @@ import argparse
 from typing import Any
 
 from hy_eval._exitcodes import ExitCode
+from hy_eval._redact import redact
 from hy_eval._terminal import echo
 from hy_eval.cli._errors import UserError
 from hy_eval.cli._matchers import add_matcher_flags, matcher_settings
@@ -103,11 +104,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         )
     except RunError as exc:
         if exc.exit_code == ExitCode.CACHE_MISS:
-            raise UserError(
-                f"{exc}. If the prompts or the suite changed on purpose, re-record with: "
-                f"hy-eval cassette record --suite {config.suite} --variant {config.variant}",
-                exc.exit_code,
-            ) from None
+            hint = _miss_hint(args, config, exc.perturbation)
+            raise UserError(f"{exc}. {hint}", exc.exit_code) from None
         raise UserError(str(exc), exc.exit_code) from None
     echo(terminal_summary(summary, run_dir))
     _print_perturbations(summary)
@@ -122,6 +120,30 @@ def cmd_run(args: argparse.Namespace) -> int:
     if gates is not None:
         return _apply_gates(gates, summary, run_dir, args.baseline)
     return code
+
+
+def _miss_hint(args: argparse.Namespace, config: Any, perturbation: str | None) -> str:
+    """How to record the answers a replay-only run missed. ``cassette record`` records the
+    unperturbed suite only; a perturbed run's answers come from a read-write run."""
+    if perturbation is None:
+        return (
+            "If the prompts or the suite changed on purpose, re-record with: hy-eval "
+            f"cassette record --suite {config.suite} --variant {config.variant}"
+        )
+    flags = [f"--suite {config.suite}", f"--variant {config.variant}"]
+    if args.provider != "local" or args.model:
+        flags.append(
+            f"--provider {args.provider}" + (f" --model {args.model}" if args.model else "")
+        )
+    if args.base_url:
+        flags.append(f"--base-url {redact(args.base_url)}")  # a URL may hold a key
+    flags += [f"--perturb {args.perturb}", f"--perturb-seed {args.perturb_seed}"]
+    flags.append(f"--cache {config.cache_path}")
+    return (
+        f"The answers of the perturbed run ({perturbation}, seed {args.perturb_seed}) are not "
+        "in the cache; `cassette record` records the unperturbed suite only. Record them "
+        "into the cache with a read-write run: python run_eval.py " + " ".join(flags)
+    )
 
 
 def _apply_gates(gates: Any, summary: dict[str, Any], run_dir: Any, baseline: str | None) -> int:

@@ -17,7 +17,7 @@ import signal
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from hy_eval._exitcodes import ExitCode
+from hy_eval._exitcodes import ExitCode, InterruptedRun
 from hy_eval._redact import redact
 from hy_eval._terminal import echo
 from hy_eval.harness._casestep import run_case
@@ -93,7 +93,7 @@ def fill_cache_by_batches(
 ) -> dict[str, int]:
     """Run the batch rounds for ``todo``; return the folder's batch totals (for the
     summary's ``calls.batch``). On SIGINT leave the batches running (or cancel them with
-    ``--batch-cancel-on-interrupt``) and raise ``KeyboardInterrupt``."""
+    ``--batch-cancel-on-interrupt``) and raise ``InterruptedRun`` (the user is told)."""
     if cfg.cache_mode != "read-write":
         raise RunError("--batch needs --cache-mode read-write (its answers go to the cache)")
     if not cfg.batch_poll_interval > 0:
@@ -132,7 +132,7 @@ def fill_cache_by_batches(
             f"\nhy-eval: interrupted; {what}; their ids are kept in {where}. Resume with: {resume}",
             err=True,
         )
-        raise KeyboardInterrupt
+        raise InterruptedRun
     return engine.state.totals()
 
 

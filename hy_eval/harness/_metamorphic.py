@@ -28,6 +28,7 @@ from hy_eval._terminal import echo
 from hy_eval.harness._dataset import load_suite, select_cases
 from hy_eval.harness._outputs_diff import structural_diff
 from hy_eval.harness._perturb import perturb_suite
+from hy_eval.harness._plan import RunError
 from hy_eval.harness._rename_text import replace_names
 from hy_eval.harness._stats import ratios_with_ci
 
@@ -296,7 +297,10 @@ def run_with_perturbations(
                 perturb=name,
                 perturb_seed=seed,
             )
-            _, _, sub_code = Runner(sub).run()
+            try:
+                _, _, sub_code = Runner(sub).run()
+            except RunError as exc:
+                raise RunError(str(exc), exc.exit_code, perturbation=name) from None
             code = max(code, sub_code)
         sections[name] = perturbation_section(run_dir, summary, sub_dir)
     summary["perturbations"] = sections

@@ -37,11 +37,15 @@ REPORTS_DIR = Path("reports")
 
 
 class RunError(Exception):
-    """A run that cannot start or go on; ``exit_code`` is the CLI's."""
+    """A run that cannot start or go on; ``exit_code`` is the CLI's. ``perturbation``
+    names the perturbed run (``--perturb``) it happened in, if one."""
 
-    def __init__(self, message: str, exit_code: int = ExitCode.USAGE) -> None:
+    def __init__(
+        self, message: str, exit_code: int = ExitCode.USAGE, perturbation: str | None = None
+    ) -> None:
         super().__init__(message)
         self.exit_code = exit_code
+        self.perturbation = perturbation
 
 
 @dataclass

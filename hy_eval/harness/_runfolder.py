@@ -44,6 +44,7 @@ LOCK_NAME = ".lock"
 KEPT_ON_RESUME = (
     "cache_mode",
     "concurrency",
+    "threads",
     "reuse",
     "timeout",
     "retries",

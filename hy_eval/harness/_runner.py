@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import signal
 import time
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from hy_eval._exitcodes import ExitCode
+from hy_eval._exitcodes import ExitCode, InterruptedRun
 from hy_eval._redact import redact_tree
 from hy_eval._terminal import echo
 from hy_eval.harness._batchrun import BATCH_PRICE_FACTOR, fill_cache_by_batches
@@ -23,6 +22,7 @@ from hy_eval.harness._casestep import run_case
 from hy_eval.harness._dataset import CaseRef, DatasetError, Suite
 from hy_eval.harness._judge import Judge, build_judge, judge_settings
 from hy_eval.harness._plan import RunError, RunPlan, plan_run
+from hy_eval.harness._pool import gather_until_sigint, interrupter, tick_every_second
 from hy_eval.harness._progress import Progress, structured_note
 from hy_eval.harness._report import write_reports
 from hy_eval.harness._reuse import RecordCache, case_record_key, record_identity
@@ -79,6 +79,8 @@ class RunConfig:
     #: Reuse finished case records from the cache (read-write mode only; _reuse.py).
     reuse: bool = True
     timeout: float = 120.0
+    #: The local model's threads (``ModelOptions.threads``; not in any cache key).
+    threads: int | None = None
     retries: int = 4
     #: First backoff delay in seconds (doubles per retry); tests shorten it.
     retry_base_delay: float = 0.5
@@ -286,6 +288,8 @@ class Runner:
         repeats = (
             f", {cfg.repeats} repeats at temperature {cfg.temperature:g}" if cfg.repeats > 1 else ""
         )
+        if cfg.perturb:
+            repeats = f", perturbation {cfg.perturb} (seed {cfg.perturb_seed})" + repeats
         echo(
             f"hy-eval: {plan.suite.name}: {len(plan.cases)} cases ({done} already done), "
             f"provider {llm.provider.name}, model {llm.provider.model}, variant {cfg.variant}, "
@@ -341,13 +345,15 @@ class Runner:
             summary = write_reports(
                 plan.run_dir, saved, stats, wall, {c.id for c in plan.cases}, pass_k=cfg.pass_k
             )
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as exc:
+            # Said once: a Ctrl-C caught by the run's handler has printed "interrupted".
+            told = isinstance(exc, InterruptedRun)
             echo(
-                f"\nhy-eval: interrupted; finished cases are kept in {records}. "
-                f"Resume with: {resume}",
+                ("hy-eval: " if told else "\nhy-eval: interrupted; ")
+                + f"finished cases are kept in {records}. Resume with: {resume}",
                 err=True,
             )
-            raise
+            raise InterruptedRun from None
         finally:
             if self._reuse is not None:
                 self._reuse.close()
@@ -369,13 +375,18 @@ class Runner:
         record to ``cases.jsonl`` as it finishes. SIGINT stops the pool; the records
         written so far are kept."""
         total = sum(len(r) for r in todo.values())
-        progress = Progress(total + already, already, llm, enabled=self.config.progress)
         workers = max(1, min(llm.concurrency, total))
+        progress = Progress(
+            total + already, already, llm, enabled=self.config.progress, concurrency=workers
+        )
         # Bounded: cases are parsed as workers need them, so memory does not grow with
         # the suite. None tells a worker to stop.
         queue: asyncio.Queue[tuple[CaseRef, str, int] | None] = asyncio.Queue(maxsize=2 * workers)
         writer = RecordWriter(records)
         stop = asyncio.Event()
+        clients = [llm]
+        if self.judge is not None and self.judge.llm is not llm:
+            clients.append(self.judge.llm)
 
         async def produce() -> None:
             for ref, text in suite.iter_lines(set(todo)):
@@ -388,24 +399,40 @@ class Runner:
             store = MemoryStore()
             while not stop.is_set():
                 item = await queue.get()
-                if item is None:
+                if item is None or stop.is_set():
                     return
-                line, error = await self._case_line(suite, item, llm, prompts, prices, store)
+                ref, _, repeat = item
+                label = ref.id if self.config.repeats == 1 else f"{ref.id} repeat {repeat}"
+                progress.start(label)
+                progress.draw()
+                reused = self.records_reused
+                try:
+                    line, error = await self._case_line(suite, item, llm, prompts, prices, store)
+                except RunStopped:
+                    if stop.is_set():  # interrupted: no record, a resume runs the case
+                        return
+                    raise
                 writer.write_line(line)
-                progress.advance(error)
+                progress.finish(label, error, reused=self.records_reused > reused)
+                progress.draw()
 
         tasks = [asyncio.create_task(worker()) for _ in range(workers)]
-        tasks.append(asyncio.create_task(produce()))
+        producer = asyncio.create_task(produce())
+        tasks.append(producer)
+
+        ticker = asyncio.create_task(tick_every_second(progress)) if progress.tty else None
         try:
-            await _gather_until_sigint(tasks, stop)
+            interrupt = interrupter(producer, queue, workers, clients)
+            await gather_until_sigint(tasks, stop, interrupt)
         finally:
+            if ticker is not None:
+                ticker.cancel()
             writer.close()
             progress.close()
-            await llm.aclose()
-            if self.judge is not None and self.judge.llm is not llm:
-                await self.judge.llm.aclose()
+            for client in clients:
+                await client.aclose()
         if stop.is_set():
-            raise KeyboardInterrupt
+            raise InterruptedRun  # the handler said so; _execute says what is kept
 
     async def _case_line(
         self,
@@ -447,32 +474,3 @@ class Runner:
         if reuse is not None and not error:
             reuse.put_record(key, line)
         return line, error
-
-
-async def _gather_until_sigint(tasks: list[asyncio.Task[None]], stop: asyncio.Event) -> None:
-    """Wait for ``tasks``; on SIGINT set ``stop`` and cancel them. ``stop`` is checked by
-    the workers too: Python 3.10-3.11's ``wait_for`` can lose a cancellation that lands
-    as a call completes, and the run would go on."""
-
-    def on_sigint() -> None:
-        stop.set()
-        for t in tasks:
-            t.cancel()
-
-    loop = asyncio.get_running_loop()
-    try:
-        loop.add_signal_handler(signal.SIGINT, on_sigint)
-        handles_sigint = True
-    except (NotImplementedError, RuntimeError, ValueError):
-        handles_sigint = False  # not the main thread (tests run runners in threads)
-    try:
-        await asyncio.gather(*tasks)
-    except asyncio.CancelledError:
-        if not stop.is_set():
-            raise
-    finally:
-        if handles_sigint:
-            loop.remove_signal_handler(signal.SIGINT)
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)

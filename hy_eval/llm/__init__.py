@@ -4,6 +4,7 @@ cache with record/replay, retries, concurrency, usage and cost."""
 from hy_eval.llm._base import (
     Completion,
     ConfigError,
+    Interrupted,
     ModelProcessDied,
     Provider,
     ProviderError,
@@ -40,6 +41,7 @@ __all__ = [
     "CallStats",
     "Completion",
     "ConfigError",
+    "Interrupted",
     "LLMClient",
     "ModelOptions",
     "ModelProcessDied",

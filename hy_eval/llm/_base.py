@@ -197,6 +197,15 @@ class RepeatedRefusal(RunStopped):
         return f"{self.count} calls in a row failed with the same error: {self.error}{fix}"
 
 
+class Interrupted(RunStopped):
+    """The run was interrupted (Ctrl-C): the client takes no new call, and a call it
+    abandoned ends with this. The runner drops the case it was on (no record: a resume
+    runs it again); answers received before are in the cache."""
+
+    def describe(self) -> str:
+        return "interrupted"
+
+
 class Provider(Protocol):
     """One model endpoint. Implementations live one per file and import their SDK lazily."""
 

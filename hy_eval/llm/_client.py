@@ -18,10 +18,12 @@ from hy_eval._json import scrub_surrogates
 from hy_eval._redact import redact
 from hy_eval.llm._base import (
     Completion,
+    Interrupted,
     Provider,
     ProviderError,
     RepeatedRefusal,
     Request,
+    RunStopped,
     Usage,
     answer_problem,
     parse_json_answer,
@@ -147,6 +149,17 @@ class LLMClient:
         self.keys_used: set[str] = set()
         self._semaphore: asyncio.Semaphore | None = None
         self._rng = random.Random(0)
+        #: Set by :meth:`interrupt`: no new call is made.
+        self.interrupted = False
+
+    def interrupt(self) -> None:
+        """Ctrl-C: take no new call (each raises ``Interrupted``) and abandon the calls in
+        progress where the provider can (``abort``: the local model's process is killed).
+        An answer already received has been cached before this returns control."""
+        self.interrupted = True
+        abort = getattr(self.provider, "abort", None)
+        if abort is not None:
+            abort()
 
     def key_fields(self, request: Request) -> dict[str, Any]:
         p = self.provider
@@ -165,6 +178,8 @@ class LLMClient:
         are spent or for an error that is not retried, and ``RepeatedRefusal`` when such
         an error is the same as on the calls before (see :meth:`_count_refusal`).
         """
+        if self.interrupted:
+            raise Interrupted()
         self.stats.calls += 1
         prepare = getattr(self.provider, "prepare", None)
         if prepare is not None:
@@ -198,6 +213,8 @@ class LLMClient:
         attempt = 0
         async with self._sem():
             while True:
+                if self.interrupted:
+                    raise Interrupted()
                 self.stats.requests += 1
                 started = time.perf_counter()
                 try:
@@ -215,7 +232,11 @@ class LLMClient:
                     )
                 except asyncio.TimeoutError:
                     error = ProviderError("timeout", f"no answer within {self.timeout:g} s")
-                except ProviderError as exc:
+                except (ProviderError, RunStopped) as exc:
+                    if self.interrupted:  # the call was abandoned (the model process killed)
+                        raise Interrupted() from None
+                    if not isinstance(exc, ProviderError):
+                        raise
                     error = exc
                 if not error.retryable or attempt >= self.retry.max_retries:
                     self.stats.errors += 1

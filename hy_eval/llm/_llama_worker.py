@@ -40,12 +40,13 @@ from typing import IO, Any
 MAX_CONTEXTS = 4
 
 
-def load_model(llama_cpp: Any, path: str, n_ctx: int) -> Any:
-    """A :func:`fast_grammar_class` model for ``path``, loaded without extra buffer types."""
+def load_model(llama_cpp: Any, path: str, n_ctx: int, threads: int | None = None) -> Any:
+    """A :func:`fast_grammar_class` model for ``path``, loaded without extra buffer types,
+    computing on ``threads`` threads (``None``: the cores, at most 4)."""
     return fast_grammar_class(llama_cpp)(
         model_path=path,
         n_ctx=n_ctx,
-        n_threads=max(1, min(4, os.cpu_count() or 1)),
+        n_threads=threads or max(1, min(4, os.cpu_count() or 1)),
         verbose=False,
     )
 
@@ -260,19 +261,21 @@ def fast_grammar_class(llama_cpp: Any) -> Any:
 
 
 def main(argv: list[str]) -> int:
-    """``_llama_worker.py MODEL.gguf N_CTX``: serve requests on stdin until it closes."""
+    """``_llama_worker.py MODEL.gguf N_CTX [THREADS]``: serve requests on stdin until it
+    closes."""
     faulthandler.enable()  # a native crash prints where it happened, on stderr
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     out = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     path, n_ctx = argv[0], int(argv[1])
+    threads = int(argv[2]) if len(argv) > 2 else None
     try:
         import llama_cpp
     except ImportError:
         print("hy-eval: the local provider needs llama-cpp-python", file=sys.stderr)
         return 2
-    pool = ContextPool(path, n_ctx, lambda: load_model(llama_cpp, path, n_ctx))
+    pool = ContextPool(path, n_ctx, lambda: load_model(llama_cpp, path, n_ctx, threads))
     serve(pool, iter(sys.stdin.readline, ""), out)
     return 0
 

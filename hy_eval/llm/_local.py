@@ -68,12 +68,17 @@ class _ModelProcess:
     and again on the first call after it died. :meth:`call` blocks: it runs on
     :attr:`executor`'s one thread, so the event loop stays free."""
 
-    def __init__(self, path: Path, n_ctx: int) -> None:
+    def __init__(self, path: Path, n_ctx: int, threads: int | None = None) -> None:
         self.path = path
         self.n_ctx = n_ctx
+        self.threads = threads
         self.lock = threading.Lock()
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="llama-pipe")
         self._proc: subprocess.Popen[bytes] | None = None
+        #: Whether the current process has answered a call (before: it loads the model).
+        self.answered = False
+        #: Whether a call is in progress.
+        self.busy = False
 
     @property
     def pid(self) -> int | None:
@@ -81,8 +86,9 @@ class _ModelProcess:
 
     def _start(self) -> subprocess.Popen[bytes]:
         # stderr is inherited: faulthandler's trace of a native crash reaches the terminal.
+        threads = [str(self.threads)] if self.threads is not None else []
         return subprocess.Popen(
-            [sys.executable, str(WORKER_SCRIPT), str(self.path), str(self.n_ctx)],
+            [sys.executable, str(WORKER_SCRIPT), str(self.path), str(self.n_ctx), *threads],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
         )
@@ -90,16 +96,22 @@ class _ModelProcess:
     def call(self, payload: dict[str, Any]) -> dict[str, Any]:
         data = (json.dumps(payload) + "\n").encode("ascii")
         with self.lock:
-            if self._proc is None:
+            if self._proc is None or self._proc.poll() is not None:
+                # First call, or the process was killed while idle (:meth:`abort`).
                 self._proc = self._start()
+                self.answered = False
             proc = self._proc
             stdin, stdout = _pipes(proc)
+            self.busy = True
             try:
                 stdin.write(data)
                 stdin.flush()
                 line = stdout.readline()
             except OSError:  # the pipe broke: the process is gone
                 line = b""
+            finally:
+                self.busy = False
+            self.answered = self.answered or bool(line)
             if not line:
                 code = proc.wait()
                 self._proc = None
@@ -109,6 +121,14 @@ class _ModelProcess:
         except ValueError:
             raise ProviderError("bad_answer", f"local: unreadable reply {line[:80]!r}") from None
         return reply
+
+    def abort(self) -> None:
+        """Kill the process now (Ctrl-C): a call in progress ends at once with
+        ``ModelProcessDied``; the next call starts a new process. Not under :attr:`lock`,
+        which the call in progress holds."""
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            proc.kill()
 
     def close(self) -> None:
         """End the process: end of input lets it free the model; killed if it lingers."""
@@ -129,19 +149,23 @@ def _pipes(proc: subprocess.Popen[bytes]) -> tuple[IO[bytes], IO[bytes]]:
     return proc.stdin, proc.stdout
 
 
-def model_process(path: Path, n_ctx: int) -> _ModelProcess:
-    """The shared model process for ``path`` and ``n_ctx`` (started on its first call)."""
-    key = f"{path.resolve()}:{n_ctx}"
+def model_process(path: Path, n_ctx: int, threads: int | None = None) -> _ModelProcess:
+    """The shared model process for ``path``, ``n_ctx`` and ``threads`` (started on its
+    first call)."""
+    key = f"{path.resolve()}:{n_ctx}:{threads}"
     with _processes_lock:
         if key not in _processes:
-            _processes[key] = _ModelProcess(path, n_ctx)
+            _processes[key] = _ModelProcess(path, n_ctx, threads)
         return _processes[key]
 
 
 class LocalProvider:
     """``--provider local`` (the default). ``model`` is a GGUF path or empty for the
-    embedded SmolLM2-135M-Instruct. The per-call timeout cannot interrupt llama.cpp; it is
-    not applied here."""
+    embedded SmolLM2-135M-Instruct. The per-call timeout is not applied: a slow machine's
+    call (model loading included) may take minutes; Ctrl-C ends one (:meth:`abort`).
+    ``threads`` is llama.cpp's thread count (``None``: the cores, at most 4); it is not in
+    ``key_options``, the cache key's part: answers do not depend on it by design, though a
+    different count may change the last bits of floating-point sums."""
 
     name = "local"
     default_concurrency = 1
@@ -149,7 +173,9 @@ class LocalProvider:
     #: A call cannot be abandoned halfway: the client must not time it out.
     interruptible = False
 
-    def __init__(self, model: str | None = None, *, n_ctx: int = 8192) -> None:
+    def __init__(
+        self, model: str | None = None, *, n_ctx: int = 8192, threads: int | None = None
+    ) -> None:
         if model and model != DEFAULT_LOCAL_MODEL:
             path = Path(model).expanduser()
             if not path.is_file():
@@ -160,6 +186,7 @@ class LocalProvider:
             self.model = DEFAULT_LOCAL_MODEL
         self.path = path
         self.n_ctx = n_ctx
+        self.threads = threads
         # Loading without extra buffer types changes answers (other matrix kernels), so
         # it is part of the cache key: answers cached with repacked weights are not reused.
         self.key_options: dict[str, Any] = {
@@ -187,10 +214,21 @@ class LocalProvider:
         )
 
     async def complete(self, request: Request, timeout: float) -> Completion:
-        process = model_process(self.path, self.n_ctx)
+        process = model_process(self.path, self.n_ctx, self.threads)
         return await asyncio.get_running_loop().run_in_executor(
             process.executor, self._complete_sync, process, request
         )
+
+    def status(self) -> str | None:
+        """``loading the model`` while the first call of the model's process runs (the
+        process loads the model on its first request); else ``None``. For progress."""
+        process = model_process(self.path, self.n_ctx, self.threads)
+        return "loading the model" if process.busy and not process.answered else None
+
+    def abort(self) -> None:
+        """Abandon the call in progress: the model's process is killed (it ignores
+        SIGINT, and llama.cpp cannot be stopped halfway through a call)."""
+        model_process(self.path, self.n_ctx, self.threads).abort()
 
     async def aclose(self) -> None:
         return None

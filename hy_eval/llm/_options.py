@@ -2,7 +2,7 @@
 
 The command line builds it once from the model flags (``--provider``, ``--model``,
 ``--base-url``, ``--api-key``, ``--structured``, ``--timeout``, ``--retries``,
-``--retry-delay``, ``--temperature``, ``--cache-mode``, ``--cache``; ``run`` adds
+``--retry-delay``, ``--temperature``, ``--threads``, ``--cache-mode``, ``--cache``; ``run`` adds
 ``--concurrency``). ``memory add`` builds its client from it, and ``run`` hands it to the
 runner through ``RunConfig``, whose model fields carry the same names, so a flag cannot
 reach one command and be dropped by the other.
@@ -45,6 +45,11 @@ class ModelOptions:
     concurrency: int | None = None
     #: Sampling temperature of every request.
     temperature: float = 0.0
+    #: local only: llama.cpp's threads (``None``: as many as the cores, at most 4). Not in
+    #: the cache key: on the CPU backend a different count may change the last bits of
+    #: floating-point sums, and so, rarely, a token; answers cached with one count are
+    #: served to a run with another.
+    threads: int | None = None
     #: ``read-write``, ``replay-only``, ``off`` or ``refresh``.
     cache_mode: str = "read-write"
     #: The answer cache file (``None`` only with ``cache_mode="off"``).
@@ -67,6 +72,11 @@ class ModelOptions:
             return f"--temperature must be 0 or more (got {self.temperature!r})"
         if self.structured and self.provider != "openai":
             return "--structured applies to the openai provider only"
+        if self.threads is not None:
+            if not _integer(self.threads) or self.threads < 1:
+                return f"--threads must be at least 1 (got {self.threads!r})"
+            if self.provider != "local":
+                return "--threads applies to the local provider only"
         return None
 
     def client(self) -> LLMClient:
@@ -82,7 +92,7 @@ class ModelOptions:
             self.model,
             base_url=self.base_url,
             api_key=self.api_key,
-            options={"structured": self.structured} if self.structured else None,
+            options=self._provider_options(),
             cache_path=self.cache_path,
             cache_mode=self.cache_mode,
             concurrency=self.concurrency,
@@ -90,6 +100,15 @@ class ModelOptions:
             retries=self.retries,
             retry_base_delay=self.retry_base_delay,
         )
+
+    def _provider_options(self) -> dict[str, object] | None:
+        """The provider's own settings: openai's structured mode, local's threads."""
+        options: dict[str, object] = {}
+        if self.structured:
+            options["structured"] = self.structured
+        if self.threads is not None:
+            options["threads"] = self.threads
+        return options or None
 
 
 def _number(value: object) -> bool:

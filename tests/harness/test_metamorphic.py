@@ -208,3 +208,29 @@ def test_consistency_counts_case_check_pairs():
 def test_an_unknown_perturbation_exits_2_before_any_call(capsys):
     assert main(["--suite", "multi_speaker", "--perturb", "rename,shuffle", "--limit", "1"]) == 2
     assert "--perturb: unknown perturbation shuffle (known: rename," in capsys.readouterr().err
+
+
+def test_a_replay_only_miss_in_a_perturbed_run_says_how_to_record_it(tmp_path, capsys):
+    """The base run's answers are in the cache, the perturbed run's are not: the hint is a
+    read-write run with --perturb (``cassette record`` has no --perturb), and the
+    perturbed run's start line names the perturbation and its seed."""
+    suite = write_suite(tmp_path / "toy")
+    cache = tmp_path / "c.sqlite"
+    with SuiteModel(suite.cases) as model:
+        args = ["--suite", str(tmp_path / "toy"), *model_args(model.server)]
+        args += ["--cache", str(cache), "--quiet"]
+        assert main([*args, "--out", str(tmp_path / "base")]) == 0
+        capsys.readouterr()
+        args += ["--out", str(tmp_path / "run"), "--cache-mode", "replay-only"]
+        code = main([*args, "--perturb", "rename", "--perturb-seed", "3"])
+    assert code == 4
+    err = capsys.readouterr().err
+    assert "perturbation rename (seed 3)" in err.splitlines()[1]
+    last = err.strip().splitlines()[-1]
+    assert "cassette record --suite" not in last
+    assert "The answers of the perturbed run (rename, seed 3) are not in the cache" in last
+    assert last.endswith(
+        f"python run_eval.py --suite {tmp_path / 'toy'} --variant default --provider openai "
+        f"--model scripted --base-url {model.server.openai_url} --perturb rename "
+        f"--perturb-seed 3 --cache {cache}"
+    )

@@ -5,12 +5,16 @@ Run as ``fake_llama_worker.py PLAN.json N_CTX``; the "model file" is a plan:
 ``{"crash_at": K, "marker": PATH, "signal": 11, "exit_code": null}``. On its K-th request
 it kills itself with the signal (or exits with ``exit_code``), unless ``marker`` exists
 (it creates the marker first, so that a resumed run's new process does not crash again).
-Requests containing "BAD-REQUEST" get the worker's error answer."""
+Requests containing "BAD-REQUEST" get the worker's error answer. With ``"slow_from": K``
+every request from the K-th on (to the ``slow_until``-th, if given) takes ``slow_s``
+seconds (default 60), after touching
+``slow_marker`` when given: a model call in progress that a test can interrupt."""
 
 import json
 import os
 import signal
 import sys
+import time
 
 EXTRACTION = {"facts": [{"text": "The user likes coffee.", "owner": "user"}], "basic_info": {}}
 
@@ -29,6 +33,11 @@ def main():
             if plan.get("exit_code") is not None:
                 sys.exit(plan["exit_code"])
             os.kill(os.getpid(), plan.get("signal", signal.SIGSEGV))
+        slow_until = plan.get("slow_until", served)
+        if plan.get("slow_from") is not None and plan["slow_from"] <= served <= slow_until:
+            if plan.get("slow_marker"):
+                open(plan["slow_marker"], "w").close()
+            time.sleep(plan.get("slow_s", 60))
         request = json.loads(line)
         if "BAD-REQUEST" in line:
             reply = {"error": "bad_request", "message": "ValueError: too long"}

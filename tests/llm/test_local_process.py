@@ -146,3 +146,38 @@ def test_memory_add_says_the_model_process_died_and_writes_nothing(fake_worker, 
     assert err == "hy-eval: error: local model process died (signal 11, SIGSEGV)"
     assert main(["memory", "show", "--user-id", "tim", "--db", str(db)]) == 0
     assert json.loads(capsys.readouterr().out)["memories"] == []
+
+
+def test_threads_reach_the_model_process_and_stay_out_of_the_cache_key(fake_worker, tmp_path):
+    write_suite(tmp_path / "suite", 1)
+    model = plan(tmp_path)
+    args = ["--suite", str(tmp_path / "suite"), "--model", str(model), "--cache-mode", "off"]
+    assert main([*args, "--out", str(tmp_path / "run"), "--quiet", "--threads", "3"]) == 0
+    process = _local.model_process(model, 8192, 3)
+    assert process.pid is not None and process._proc.args[-1] == "3"
+    threaded = make_provider("local", str(model), options={"threads": 3})
+    assert threaded.key_options == make_provider("local", str(model)).key_options
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--threads", "0"], "--threads must be at least 1 (got 0)"),
+        (
+            ["--threads", "2", "--provider", "openai", "--base-url", "http://127.0.0.1:9/v1"],
+            "--threads applies to the local provider only",
+        ),
+    ],
+)
+@pytest.mark.parametrize("kind", ["run", "memory add"])
+def test_threads_are_refused_in_one_line(tmp_path, capsys, flags, message, kind):
+    write_suite(tmp_path / "suite", 1)
+    if kind == "run":
+        args = ["--suite", str(tmp_path / "suite"), "--out", str(tmp_path / "run")]
+    else:
+        conversation = tmp_path / "c.json"
+        conversation.write_text('[{"role": "user", "content": "I like tea."}]')
+        args = ["memory", "add", str(conversation), "--user-id", "tim"]
+        args += ["--db", str(tmp_path / "store.sqlite")]
+    assert main([*args, "--cache-mode", "off", *flags]) == 2
+    assert capsys.readouterr().err.strip() == f"hy-eval: error: {message}"

@@ -130,3 +130,108 @@ def test_sigint_stops_cleanly_with_resume_hint(tmp_path):
     assert "Traceback" not in err
     done = ids_of(run_dir)
     assert 0 < len(done) < 60 and len(done) == len(set(done))
+
+
+FAKE_WORKER = ROOT / "tests" / "llm" / "fake_llama_worker.py"
+
+
+def local_run(tmp_path, slow_from, slow_s=30):
+    """A CLI run on the local provider with the scripted stand-in worker: requests from the
+    ``slow_from``-th on take ``slow_s`` seconds (touching ``slow`` first). Returns the
+    process and the marker, run folder and cache paths."""
+    write_suite(tmp_path / "toy", 6)
+    marker = tmp_path / "slow"
+    plan = tmp_path / "plan.gguf"
+    plan.write_text(
+        json.dumps({"slow_from": slow_from, "slow_s": slow_s, "slow_marker": str(marker)})
+    )
+    run_dir, cache = tmp_path / "run", tmp_path / "c.sqlite"
+    args = ["--suite", str(tmp_path / "toy"), "--model", str(plan), "--cache", str(cache)]
+    code = (
+        "import sys; from pathlib import Path; from hy_eval.llm import _local; "
+        f"_local.WORKER_SCRIPT = Path({str(FAKE_WORKER)!r}); from hy_eval.cli import main; "
+        f"sys.exit(main({[*args, '--out', str(run_dir), '--quiet']!r}))"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    deadline = time.time() + 60
+    while time.time() < deadline and not marker.exists() and proc.poll() is None:
+        time.sleep(0.02)
+    assert marker.exists(), proc.communicate()
+    time.sleep(0.3)
+    return proc, run_dir, cache
+
+
+def cached_answers(cache):
+    import sqlite3
+
+    with sqlite3.connect(cache) as db:
+        return db.execute("SELECT COUNT(*) FROM answers").fetchone()[0]
+
+
+def test_ctrl_c_on_the_local_model_exits_at_once_keeping_the_answers(tmp_path):
+    # Every case asks for the same reconcile answer (cached after t-00): requests 1-2 are
+    # t-00's, 3-5 the extractions of t-01 to t-03, and request 6, t-04's extraction, is
+    # the one the model is still computing at Ctrl-C.
+    proc, run_dir, cache = local_run(tmp_path, slow_from=6)
+    sent = time.perf_counter()
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    took = time.perf_counter() - sent
+    assert proc.returncode == 130, err
+    assert took < 2.0, (took, err)
+    assert err.count("interrupted") == 1, err
+    assert err.count("Resume with:") == 1, err
+    assert "Traceback" not in err
+    print(f"exit {took:.2f} s after SIGINT")
+    assert ids_of(run_dir) == ["t-00", "t-01", "t-02", "t-03"]
+    assert cached_answers(cache) == 5
+
+
+class StallingSuiteModel(SuiteModel):
+    """Quick answers for the first few requests, then 30 s each (a remote call in flight
+    that a first Ctrl-C leaves its grace period to end)."""
+
+    def __init__(self, cases, quick):
+        super().__init__(cases)
+        self.quick = quick
+        self.served = 0
+
+    def answer(self, req):
+        reply = super().answer(req)
+        self.served += 1
+        reply.delay = 0.01 if self.served <= self.quick else 30
+        return reply
+
+
+def test_a_second_ctrl_c_exits_at_once(tmp_path):
+    suite = write_suite(tmp_path / "toy", 20)
+    run_dir = tmp_path / "run"
+    with StallingSuiteModel(suite.cases, quick=4) as model:
+        proc = subprocess.Popen(
+            cli(model.server, tmp_path / "toy", tmp_path / "c.sqlite", "--out", str(run_dir)),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        deadline = time.time() + 60
+        while time.time() < deadline and model.served <= 4:
+            time.sleep(0.02)
+        time.sleep(0.3)
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.2)
+        sent = time.perf_counter()
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        took = time.perf_counter() - sent
+    assert proc.returncode == 130, err
+    assert took < 0.5, (took, err)  # well within the first Ctrl-C's grace period
+    assert "Ctrl-C again: quitting now" in err
+    assert err.count("interrupted") == 1, err
+    assert "Traceback" not in err
