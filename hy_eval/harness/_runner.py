@@ -350,7 +350,8 @@ class Runner:
             told = isinstance(exc, InterruptedRun)
             echo(
                 ("hy-eval: " if told else "\nhy-eval: interrupted; ")
-                + f"finished cases are kept in {records}. Resume with: {resume}",
+                + f"finished cases are kept in {records}. Resume with: {resume} "
+                f"(or write their reports now: hy-eval report {plan.run_dir})",
                 err=True,
             )
             raise InterruptedRun from None
