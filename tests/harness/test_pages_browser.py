@@ -317,3 +317,28 @@ def test_the_hostile_corpus_stays_text_on_the_compare_page(hostile_run, browser,
         assert shown in text
     assert page.locator("img").count() == 0
     opened.assert_inert()
+
+
+def test_breakdown_labels_stay_on_one_line(runs, browser):
+    """A tag or rule label is one line: never broken a few letters a line by a squeezed
+    column. A label longer than the cell's maximum width ends in an ellipsis, with the
+    whole label in its title (shown on hover)."""
+    opened = Opened(browser, runs["a"] / "report.html")
+    cells = opened.page.eval_on_selector_all(
+        ".breakdowns td.label div",
+        """divs => divs.map(d => {
+            const style = getComputedStyle(d);
+            return {text: d.textContent, title: d.title, height: d.getBoundingClientRect().height,
+                    font: parseFloat(style.fontSize), width: d.clientWidth,
+                    full: d.scrollWidth, ellipsis: style.textOverflow};
+        })""",
+    )
+    labels = [c["text"] for c in cells]
+    assert "named_on_assistant_role" in labels  # a long tag of the ten cases
+    for cell in cells:
+        assert cell["height"] < 1.6 * cell["font"], cell  # one line
+        assert cell["title"] == cell["text"]
+        assert cell["full"] <= cell["width"] or cell["ellipsis"] == "ellipsis", cell
+    tag = next(c for c in cells if c["text"] == "named_on_assistant_role")
+    assert tag["full"] <= tag["width"]  # shown whole: 23 characters fit
+    assert opened.errors == []

@@ -100,7 +100,8 @@ def test_tags_and_every_record_field_are_escaped_in_html(tmp_path):
     # Two scripts: the data block and the page's own code (no src, nothing from the data).
     assert parser.scripts == [{"type": "application/json", "id": "hy-data"}, {}]
     # The tag, escaped by the template in the tag breakdown, and whole in the data.
-    assert "<td>&lt;img src=x onerror=&#34;document.title=1&#34;&gt;</td>" in page
+    shown = "&lt;img src=x onerror=&#34;document.title=1&#34;&gt;"
+    assert f'<td class="label"><div title="{shown}">{shown}</div></td>' in page
     data = embedded_data(page)
     assert data["cases"][0]["tags"] == [XSS, "</details></summary>", "a|b|c"]
     assert data["cases"][0]["stages"]["<u>extract</u>"]["user"] == "USER PART 0"
