@@ -1,7 +1,7 @@
 """Synthetic runs with a known generating process, for measuring the error rates of the
 public compare and gate functions (issue 17).
 
-The process is built from a real run: the committed baseline's 157 cases with their
+The process is built from a real run: the committed baseline's cases (457) with their
 per-case denominators of every metric. Each case and metric gets a true rate
 q = (num + 0.2) / (den + 0.4) from the baseline's counts (so a case that was all right or
 all wrong can still vary), a run draws num ~ Binomial(den, q) per case (facts of one case
