@@ -23,7 +23,7 @@ from ..llm.test_batch import client, echo_script, items_of, one_round, requests
 KEY = "sk-canary-BATCH-4f3e2d1c0b"
 
 
-def cli_run(server, tmp_path, vendor="openai", *extra):
+def cli_run(server, tmp_path, vendor="openai", *extra, quiet=True):
     url = server.openai_url if vendor == "openai" else server.anthropic_url
     return main(
         [
@@ -47,7 +47,7 @@ def cli_run(server, tmp_path, vendor="openai", *extra):
             "0.01",
             "--retries",
             "0",
-            "--quiet",
+            *(["--quiet"] if quiet else []),
             *extra,
         ]
     )
@@ -241,30 +241,7 @@ def test_a_request_error_echoing_the_key_is_never_printed(tmp_path, capsys):
         return Reply(400, {"error": {"message": f"refused, Authorization: Bearer {KEY}"}})
 
     with LoopbackServer(echo_key, batch=BatchScript()) as server:
-        code = main(
-            [
-                "run",
-                "--suite",
-                str(tmp_path / "toy"),
-                "--provider",
-                "openai",
-                "--model",
-                "scripted",
-                "--base-url",
-                server.openai_url,
-                "--api-key",
-                KEY,
-                "--cache",
-                str(tmp_path / "cache.sqlite"),
-                "--out",
-                str(tmp_path / "run"),
-                "--batch",
-                "--batch-poll-interval",
-                "0.01",
-                "--retries",
-                "0",
-            ]
-        )
+        code = cli_run(server, tmp_path, quiet=False)
     captured = capsys.readouterr()
     assert code == 3  # every case failed: above the error tolerance
     assert "(asked interactively next)" in captured.err
