@@ -347,8 +347,11 @@ _UNIT_NAMES = {"岁": "year", "年": "year", "个月": "month", "周": "week", "
 _UNIT_NAMES |= {"小时": "hour", "分钟": "minute", "min": "minute", "公里": "km", "公斤": "kg"}
 
 
+@lru_cache(maxsize=65536)
 def _read(text: str) -> str:
-    """``text`` with its numbers read: ordinals, clock times, digits, halves, ranges."""
+    """``text`` with its numbers read: ordinals, clock times, digits, halves, ranges.
+    Cached: the number check reads each sentence three times (numbers, other values,
+    units), and a sentence meets every gold fact of its case."""
     return read_forms(canonical(_read_ordinals_and_clock(text)))
 
 

@@ -81,42 +81,27 @@ def test_a_refused_submission_is_one_line_and_exit_3(vendor, tmp_path, capsys, m
     assert "--batch:" in line and "HTTP 401" in line and "resume with:" in line
 
 
+def state_text(**batch):
+    """A ``batches.json`` of one kept batch, its fields as this program writes them but
+    for those ``batch`` sets or adds."""
+    entry = {
+        "id": "batch_1",
+        "vendor": "openai",
+        "model": "scripted",
+        "round": 1,
+        "keys": [],
+        "status": "submitted",
+        "outcome": {},
+        **batch,
+    }
+    return json.dumps({"version": 1, "batches": [entry]})
+
+
 BAD_STATES = {
     "garbage": "{not json",
     "extra-key": json.dumps({"version": 1, "batches": [], "extra": 1}),
-    "extra-batch-key": json.dumps(
-        {
-            "version": 1,
-            "batches": [
-                {
-                    "id": "batch_1",
-                    "vendor": "openai",
-                    "model": "scripted",
-                    "round": 1,
-                    "keys": [],
-                    "status": "submitted",
-                    "outcome": {},
-                    "url": "x",
-                }
-            ],
-        }
-    ),
-    "path-in-id": json.dumps(
-        {
-            "version": 1,
-            "batches": [
-                {
-                    "id": "../files/file-1",
-                    "vendor": "openai",
-                    "model": "scripted",
-                    "round": 1,
-                    "keys": [],
-                    "status": "submitted",
-                    "outcome": {},
-                }
-            ],
-        }
-    ),
+    "extra-batch-key": state_text(url="x"),
+    "path-in-id": state_text(id="../files/file-1"),
     "a-list": "[]",
     "deep": "[" * 5000 + "]" * 5000,
 }
@@ -147,24 +132,7 @@ def test_a_batches_file_this_program_did_not_write_is_refused(text, tmp_path, ca
 def test_batch_ids_that_are_no_ids_are_refused_wherever_they_come_from(tmp_path):
     state = BatchState(tmp_path / STATE_NAME)
     for bad in ("../files/x", "batch_1/cancel", "a" * 200, "", "batch 1"):
-        (tmp_path / STATE_NAME).write_text(
-            json.dumps(
-                {
-                    "version": 1,
-                    "batches": [
-                        {
-                            "id": bad,
-                            "vendor": "openai",
-                            "model": "m",
-                            "round": 1,
-                            "keys": [],
-                            "status": "submitted",
-                            "outcome": {},
-                        }
-                    ],
-                }
-            )
-        )
+        (tmp_path / STATE_NAME).write_text(state_text(id=bad, model="m"))
         with pytest.raises(BatchStateError, match="is not a batch id"):
             BatchState(tmp_path / STATE_NAME)
     assert state.batches == []
