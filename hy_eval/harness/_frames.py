@@ -12,8 +12,8 @@ value, or that turns the direction of a change around.
   otherwise. A frame of fewer than two shared words is no frame.
 - **Direction turned.** A change has a source and a target: "from X to Y", "out of X",
   "dropped X for Y", 从X到Y, 把X改成Y, 改X为Y. A prediction whose source holds a content word
-  that the gold fact names outside its own source ("moved out of Antwerp" for "moved
-  back to Antwerp") states the change the other way round.
+  that the gold fact names only outside its own sources ("moved out of Antwerp" for
+  "moved back to Antwerp") states the change the other way round.
 """
 
 from __future__ import annotations
@@ -65,7 +65,10 @@ def turned_direction(
     if not p_sources:
         return None
     g_spans = source_spans(gold)
-    outside = {w for at, w in g_seq if not any(a <= at < b for a, b in g_spans)}
+    inside = {w for at, w in g_seq if any(a <= at < b for a, b in g_spans)}
+    # A word the gold fact itself names as a source is no turned direction, wherever else
+    # it stands ("a trophy from a dance contest ... the joy dance brings" is its own text).
+    outside = {w for at, w in g_seq} - inside
     for word in p_sources:
         if word in outside:
             return f"a change the other way round ({word} left, not reached)"

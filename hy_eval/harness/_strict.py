@@ -52,6 +52,7 @@ from hy_eval.harness._numforms import other_values, read_forms
 from hy_eval.harness._segment import inside_a_word, is_word, segments, words
 from hy_eval.harness._values import replaced_value, value_key
 from hy_eval.harness._words import _HAN, STOP_WORDS, _ordered, latin_words, word_form, word_set
+from hy_eval.memory._extract import CUT_MARK
 
 #: The share of the gold text's content words the prediction must hold. Chosen on the
 #: dev part of datasets/matcher_pairs/bench.jsonl: the highest threshold with the best
@@ -270,8 +271,16 @@ def _frame_text(text: str) -> str:
     return _chinese_to_digits(_english_to_digits(_read_ordinals_and_clock(text)))
 
 
+#: The end of a sentence the pipeline cut to its length limit: the mark and the part of
+#: the word it cut (``memory._extract.cut_text``).
+_CUT_TAIL = re.compile(rf"\S*{re.escape(CUT_MARK)}$")
+
+
 def _frame_problem(gold: str, sentence: str, names: tuple[str, ...]) -> str | None:
-    """A replaced value in the gold's frame, or a change turned around (``_frames``)."""
+    """A replaced value in the gold's frame, or a change turned around (``_frames``). A
+    sentence cut to the length limit states less, not another value: the piece of a
+    word before its cut mark is no word of the frame."""
+    sentence = _CUT_TAIL.sub("", sentence)
     g_seq = content_sequence(gold, names)
     p_seq = content_sequence(sentence, names)
     g_keys = [value_key(canonical(w)) for _, w, _ in g_seq]

@@ -344,3 +344,32 @@ def test_the_same_quantity_in_another_form_is_no_number_conflict(gold, predicted
 )
 def test_another_quantity_in_another_form_is_still_a_conflict(gold, predicted):
     assert number_conflict(gold, predicted) is not None
+
+
+def test_a_text_whose_source_word_recurs_later_is_matched_to_itself():
+    """A word the gold names as a source ("from a dance contest") and again outside it
+    ("the joy dance brings") is no change turned around: the text is its own match."""
+    text = (
+        "Gina has a trophy from a dance contest as a reminder of the hard work, "
+        "dedication, and joy dance brings."
+    )
+    assert decide(text, ["trophy"], text).accepted
+    assert not decide(
+        "Tom moved back to Antwerp.", ["Antwerp"], "Tom moved out of Antwerp."
+    ).accepted
+
+
+def test_a_sentence_cut_to_the_length_limit_is_no_replaced_value():
+    """The pipeline cuts a fact at 120 characters, ending it in the cut mark: the piece
+    of the word before the mark is not another value of the frame."""
+    gold = (
+        "Dave's hands are permanently stained with grease from working on cars, showing "
+        "his dedication and hard work every single day."
+    )
+    cut = gold[:119] + "…"
+    assert decide(gold, ["grease"], cut).accepted
+    assert not decide(
+        "The user orders green tea every morning.",
+        ["tea"],
+        "The user orders black tea every morning.",
+    ).accepted
