@@ -10,7 +10,7 @@ import pytest
 from scipy import stats
 
 from hy_eval.cli import main
-from hy_eval.harness._compare import (
+from hy_eval.harness.analysis._compare import (
     holm,
     mcnemar_exact,
     minimum_detectable_effect,
@@ -163,7 +163,7 @@ def test_same_drop_on_too_few_cases_passes_with_a_warning(tmp_path, capsys):
 def test_the_effect_a_gate_sees_is_bounded_by_the_metric_range():
     """A rate cannot rise above 1: "this gate sees a rise of 2.240 or more" became a
     statement that there are too few cases, with the room left."""
-    from hy_eval.harness._gate import _sees
+    from hy_eval.harness.gate._gate import _sees
 
     assert _sees("rise", 2.24, 0.1, False, 12) == (
         "; on 12 cases this gate would see only a rise of 2.240 (80% power), more than the "

@@ -12,9 +12,9 @@ import pytest
 
 from hy_eval.cli import main
 from hy_eval.harness import Runner, load_suite
-from hy_eval.harness._locomo import LocomoError, read_conversations
-from hy_eval.harness._locomo_cases import choose_keywords, import_locomo
-from hy_eval.harness._scoring import fold
+from hy_eval.harness.datasets._locomo import LocomoError, read_conversations
+from hy_eval.harness.datasets._locomo_cases import choose_keywords, import_locomo
+from hy_eval.harness.scoring._score import fold
 
 from .scripted_suite import SuiteModel
 from .test_run import config
@@ -376,7 +376,7 @@ def test_keyword_rule_rarest_first_a_second_when_shared_then_fallback_and_drop()
 def test_a_case_over_the_line_limit_is_refused_before_anything_is_written(
     inputs, tmp_path, monkeypatch
 ):
-    import hy_eval.harness._locomo_cases as cases_module
+    import hy_eval.harness.datasets._locomo_cases as cases_module
 
     monkeypatch.setattr(cases_module, "MAX_LINE_BYTES", 1200)
     with pytest.raises(LocomoError, match=r"locomo-26-s4-ana: \d+ bytes, over the 1200-byte"):

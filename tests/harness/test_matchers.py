@@ -1,4 +1,4 @@
-"""The fuzzy matcher (issue 19; hy_eval/harness/_matchers.py): the similarity on pairs
+"""The fuzzy matcher (issue 19; hy_eval/harness/scoring/_fuzzy.py): the similarity on pairs
 that must and must not match, in English and Chinese, the negation guard, the keyword
 path, and the one-to-one assignment against scipy's exact solver."""
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy.optimize import linear_sum_assignment
 
-from hy_eval.harness._matchers import (
+from hy_eval.harness.scoring._fuzzy import (
     FUZZY_THRESHOLD,
     FuzzyMatch,
     dice,
@@ -16,7 +16,7 @@ from hy_eval.harness._matchers import (
     max_weight_assignment,
     similarity,
 )
-from hy_eval.harness._words import features, is_negated
+from hy_eval.harness.text._words import features, is_negated
 
 #: (gold, predicted, names to ignore): the same fact in other words or in part.
 SAME = [

@@ -1,4 +1,4 @@
-"""The matrix's pure parts (``hy_eval.harness._matrix``); a whole matrix run through the
+"""The matrix's pure parts (``hy_eval.harness.run._matrix``); a whole matrix run through the
 CLI is in ``test_gates.py::test_matrix_run_over_two_variants``."""
 
 from pathlib import Path
@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 from hy_eval.harness import MatrixEntry, MatrixResult, RunConfig, RunError, run_matrix
-from hy_eval.harness._matrix import combination_name, flipped_sections, metric_table
-from hy_eval.harness._scoring import METRICS
+from hy_eval.harness.run._matrix import combination_name, flipped_sections, metric_table
+from hy_eval.harness.scoring._score import METRICS
 from hy_eval.llm import ModelSpec
 
 

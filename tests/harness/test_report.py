@@ -3,7 +3,7 @@ first and at most DRILLDOWN_LIMIT cases, keeping no more than that many in memor
 
 import json
 
-from hy_eval.harness import _report
+from hy_eval.harness.report import _write as _report
 
 
 def record(i, passed):

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from hy_eval.harness import Case, DatasetError, Outcome, load_suite, score_case
-from hy_eval.harness._report import _Scan, markdown_report
-from hy_eval.harness._scoring import METRICS, SUBJECT_KINDS
+from hy_eval.harness.report._write import _Scan, markdown_report
+from hy_eval.harness.scoring._score import METRICS, SUBJECT_KINDS
 
 BASE = {
     "id": "c",

@@ -10,7 +10,7 @@ import pytest
 from scipy import stats
 
 from hy_eval.harness import ratio_with_ci
-from hy_eval.harness._compare import (
+from hy_eval.harness.analysis._compare import (
     RunOutcomes,
     compare,
     comparison_text,
@@ -18,9 +18,9 @@ from hy_eval.harness._compare import (
     mcnemar_exact,
     mcnemar_one_sided,
 )
-from hy_eval.harness._gate import GateConfigError, Gates, evaluate_outcomes, load_gates
-from hy_eval.harness._scoring import METRICS
-from hy_eval.harness._stats import binom_half_cdf, format_p, wilson_interval
+from hy_eval.harness.analysis._stats import binom_half_cdf, format_p, wilson_interval
+from hy_eval.harness.gate._gate import GateConfigError, Gates, evaluate_outcomes, load_gates
+from hy_eval.harness.scoring._score import METRICS
 
 
 @pytest.mark.parametrize(
@@ -78,7 +78,7 @@ def test_ci_has_width_at_0_and_1_and_marks_small_n():
 
 
 def test_report_rows_on_few_cases_say_so():
-    from hy_eval.harness._aggregate import fmt_ratio as _fmt
+    from hy_eval.harness.analysis._aggregate import fmt_ratio as _fmt
 
     assert _fmt(ratio_with_ci(np.zeros(8), np.ones(8))) == "0.000 [0.000, 0.324] (n=8, few cases)"
     assert "few" not in _fmt(ratio_with_ci(np.zeros(10), np.ones(10)))
@@ -223,7 +223,7 @@ def test_gates_file_names_a_testable_hypothesis(tmp_path, content, message):
 
 def test_resampled_sums_are_the_float64_sums_in_either_precision():
     """The float32 product is taken only where it is exact: whole counts, sums < 2**24."""
-    from hy_eval.harness._stats import _resampled_sums, _weight_chunks
+    from hy_eval.harness.analysis._stats import _resampled_sums, _weight_chunks
 
     rng = np.random.default_rng(3)
     small = rng.integers(0, 9, size=(300, 6)).astype(float)  # float32 path

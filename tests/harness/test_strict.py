@@ -1,14 +1,14 @@
-"""The strict matcher, the default (issue 28; hy_eval/harness/_strict.py): keywords as
+"""The strict matcher, the default (issue 28; hy_eval/harness/scoring/_strict.py): keywords as
 words in both scripts, content agreement, the cues (question, negation, plan or done),
 replaced values, number reading, and the assignment that ranks agreement before the
 subject. The near misses are the ones issue 28 saw the keyword rule accept in a real run."""
 
 import pytest
 
-from hy_eval.harness._expect import GoldFact
-from hy_eval.harness._keywords import canonical
-from hy_eval.harness._matching import StrictMatcher
-from hy_eval.harness._strict import bounded, decide, number_conflict
+from hy_eval.harness.datasets._expect import GoldFact
+from hy_eval.harness.datasets._keywords import canonical
+from hy_eval.harness.scoring._matching import StrictMatcher
+from hy_eval.harness.scoring._strict import bounded, decide, number_conflict
 from hy_eval.memory import Speakers
 
 #: (gold text, keywords, prediction, names): pairs the keyword rule accepted in the run
@@ -205,7 +205,7 @@ def test_one_to_one_with_the_most_pairs():
 def test_datasets_validate_refuses_gold_the_matcher_cannot_find():
     """Issue 28 item 2: a fact without text, a one-character keyword, and a text that
     its own keywords do not find are each refused; a sound fact passes."""
-    from hy_eval.harness._goldcheck import fact_problems
+    from hy_eval.harness.scoring._goldcheck import fact_problems
 
     speakers = Speakers.of(None, ["王伟"], {})
     no_text = GoldFact(subject="user", owner="user", keywords=["租"])
@@ -297,7 +297,7 @@ def test_a_phrase_that_negates_nothing_is_no_negation():
 
 
 #: Other-language pairs: a keyword is found in the other language's form the lexicon
-#: gives (hy_eval/harness/data/lexicon_en_zh.txt).
+#: gives (hy_eval/harness/scoring/data/lexicon_en_zh.txt).
 @pytest.mark.parametrize(
     ("gold", "keywords", "predicted"),
     [

@@ -4,7 +4,7 @@ malformed fields, and a session of many observations. Each input is made here, i
 refuse it with exit 2 and one line on stderr naming the file and field (never a
 traceback), quickly, and leave nothing in the output folder; or, for large but honest
 input, finish in time. docs/reliability.md tabulates them; the limits are those of
-``hy_eval/harness/_locomo_limits.py``.
+``hy_eval/harness/datasets/_locomo_limits.py``.
 """
 
 import json
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from hy_eval.harness._locomo_limits import (
+from hy_eval.harness.datasets._locomo_limits import (
     MAX_DOCUMENTS,
     MAX_INPUT_BYTES,
     MAX_OUTPUT_BYTES,

@@ -1,0 +1,481 @@
+"""Paired comparison of two runs on the same case ids (rule E4, issue 17).
+
+For each metric: the difference B - A with a paired bootstrap CI (cases resampled
+jointly, so each case is compared with itself), a paired permutation p-value (A and B
+swapped at random within cases), Holm's correction across the metrics, the minimum
+detectable effect at 80% power, and the cases that got worse on it. For ``case_pass``:
+McNemar's exact test on the discordant cases. docs/metrics.md states the procedures and
+their measured error rates.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hy_eval.harness.analysis._aggregate import RecordRows, case_counts, case_table
+from hy_eval.harness.analysis._outputs_diff import structural_diff
+from hy_eval.harness.analysis._stats import (
+    BOOTSTRAP_SAMPLES,
+    SEED,
+    _one_blas_thread,
+    _resampled_sums,
+    binom_half_cdf,
+    z_quantile,
+)
+from hy_eval.harness.analysis._stats import holm as holm  # re-exported: the matrix run uses it
+from hy_eval.harness.report._compare_text import comparison_text as comparison_text  # re-exported
+from hy_eval.harness.runlog._files import CaseRecord, RunFolderError, read_run
+from hy_eval.harness.scoring._matching import matcher_of
+from hy_eval.harness.scoring._score import ACCURACY_METRICS, METRICS
+
+Z_975 = 1.959963984540054
+Z_80 = 0.8416212335729143
+
+
+class CompareError(ValueError):
+    """Two runs that cannot be compared (different datasets, nothing in common)."""
+
+
+@dataclass
+class RunOutcomes:
+    """Per-case metric counts and outputs of one run (or one baseline)."""
+
+    label: str
+    dataset_hash: str
+    counts: dict[str, dict[str, tuple[float, float]]]  # case id -> metric -> (num, den)
+    passed: dict[str, bool]
+    outputs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict)
+    #: Each record's id, repeat, rules, tags and checks (for consistency, issue 20).
+    checks: list[dict[str, Any]] = field(default_factory=list)
+    #: ``perturb.json`` of a perturbed run (issue 20), else None.
+    perturbation: dict[str, Any] | None = None
+
+
+def outputs_of(record: CaseRecord) -> dict[str, Any]:
+    """The parts of a case record a structural diff looks at."""
+    return {
+        "facts": [(f["text"], f["owner"]) for f in record.facts],
+        "operations": [
+            (o["op"], o["fact"], tuple(o["targets"])) for o in record.operations.get("applied", [])
+        ],
+        "basic_info": record.basic_info if "basic_info" in record.model_fields_set else {},
+        "error": record.error,
+    }
+
+
+def run_outcomes(run_dir: str | Path) -> RunOutcomes:
+    """The per-case counts, verdicts (k of n repeats, the run's ``--pass-k``) and outputs
+    of the run in ``run_dir``, read through ``_runlog`` and counted by ``_aggregate``."""
+    from hy_eval.harness.analysis._compare_input import checked_records, read_perturbation
+
+    rows = RecordRows()
+    outputs: dict[str, dict[str, Any]] = {}
+    checks: list[dict[str, Any]] = []
+    try:  # a run folder is input: a bad record is one line naming it, not a traceback
+        run = read_run(run_dir)
+        for rec in checked_records(run.records_path):
+            rows.add(rec)
+            checks.append(slim_record(rec))
+            if rec.repeat == 0:
+                outputs[rec.id] = outputs_of(rec)
+        perturbation = read_perturbation(Path(run_dir))
+    except RunFolderError as exc:
+        raise CompareError(str(exc)) from None
+    manifest = run.manifest
+    table = case_table(rows, manifest.params.get("pass_k"))
+    counts = case_counts(table) if len(rows) else {}
+    passed = dict(zip(table["id"], map(bool, table["passed"]), strict=True)) if len(rows) else {}
+    return RunOutcomes(
+        manifest.label,
+        manifest.dataset_hash,
+        counts,
+        passed,
+        outputs,
+        manifest.model_dump(mode="json"),
+        checks,
+        perturbation,
+    )
+
+
+def slim_record(rec: CaseRecord) -> dict[str, Any]:
+    """What consistency needs of a record: its keys, rules, tags, check verdicts, facts."""
+    score = rec.score
+    return {
+        "id": rec.id,
+        "repeat": rec.repeat,
+        "rules": rec.rules,
+        "tags": rec.tags,
+        "score": {
+            "passed": score["passed"],
+            "checks": [{"check": c["check"], "ok": c["ok"]} for c in score["checks"]],
+            "facts": score.get("facts", []),
+        },
+    }
+
+
+@dataclass
+class PairedSample:
+    """Per-case counts of every metric for A and B on the shared cases, as (cases x
+    metrics) arrays. A case counts for a metric only when both runs have something to
+    check there: elsewhere its counts are zeroed, so it moves neither side."""
+
+    ids: list[str]
+    a_num: np.ndarray
+    a_den: np.ndarray
+    b_num: np.ndarray
+    b_den: np.ndarray
+
+    @property
+    def kept(self) -> np.ndarray:
+        return (self.a_den > 0) & (self.b_den > 0)
+
+
+def paired_sample(
+    a_num: np.ndarray, a_den: np.ndarray, b_num: np.ndarray, b_den: np.ndarray, ids: list[str]
+) -> PairedSample:
+    arrays = [
+        np.asarray(x, dtype=float).reshape(len(ids), -1) for x in (a_num, a_den, b_num, b_den)
+    ]
+    keep = (arrays[1] > 0) & (arrays[3] > 0)
+    return PairedSample(ids, *(np.where(keep, x, 0.0) for x in arrays))
+
+
+def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    """num / den where den > 0, NaN elsewhere (a resample with nothing to check)."""
+    out = np.full(np.broadcast(num, den).shape, np.nan)
+    np.divide(num, den, out=out, where=den > 0)
+    return out
+
+
+def bootstrap_differences(ps: PairedSample, samples: int, seed: int) -> np.ndarray:
+    """(samples x metrics) B - A over cases resampled jointly (each case paired with itself)."""
+    sums = _resampled_sums(np.hstack([ps.b_num, ps.b_den, ps.a_num, ps.a_den]), samples, seed)
+    b_num, b_den, a_num, a_den = np.split(sums, 4, axis=1)
+    diff: np.ndarray = _ratio(b_num, b_den) - _ratio(a_num, a_den)
+    return diff
+
+
+def permutation_differences(ps: PairedSample, samples: int, seed: int) -> np.ndarray:
+    """(samples x metrics) B - A with A and B swapped at random within each case: the
+    distribution of the difference when both runs come from one process (the null of
+    "no change"), which is valid at any n, also with few discordant cases where the
+    bootstrap is too sure of itself."""
+    rng = np.random.default_rng(seed + 1)
+    n = len(ps.ids)
+    d_num, d_den = ps.a_num - ps.b_num, ps.a_den - ps.b_den
+    a_num, a_den = ps.a_num.sum(0), ps.a_den.sum(0)
+    b_num, b_den = ps.b_num.sum(0), ps.b_den.sum(0)
+    chunk = max(1, min(samples, 2_000_000 // max(n, 1)))
+    parts, done = [], 0
+    with _one_blas_thread():
+        while done < samples:
+            swap = rng.integers(0, 2, size=(min(chunk, samples - done), n)).astype(float)
+            moved_num, moved_den = swap @ d_num, swap @ d_den
+            parts.append(
+                _ratio(b_num + moved_num, b_den + moved_den)
+                - _ratio(a_num - moved_num, a_den - moved_den)
+            )
+            done += len(swap)
+    return np.concatenate(parts)
+
+
+def _tail_p(null: np.ndarray, observed: float) -> float:
+    """One-sided Monte Carlo p-value P(null >= observed), counting the observed
+    arrangement itself, so it is never 0 and is valid at any number of samples."""
+    null = null[~np.isnan(null)]
+    return float((1 + np.sum(null >= observed - 1e-12)) / (1 + len(null)))
+
+
+def paired_difference(
+    a_num: np.ndarray,
+    a_den: np.ndarray,
+    b_num: np.ndarray,
+    b_den: np.ndarray,
+    *,
+    samples: int = BOOTSTRAP_SAMPLES,
+    seed: int = SEED,
+    level: float = 0.95,
+) -> dict[str, Any]:
+    """B - A for one ratio metric: a paired percentile bootstrap CI over cases and a
+    two-sided paired permutation p-value; see :func:`compare`."""
+    ps = paired_sample(a_num, a_den, b_num, b_den, [str(i) for i in range(len(a_num))])
+    return _metric_entries(ps, ["m"], samples=samples, seed=seed, level=level)["m"]
+
+
+def mcnemar_exact(fixed: int, broken: int) -> float:
+    """Two-sided exact McNemar p-value: a binomial test on the discordant pairs."""
+    if fixed == broken:
+        return 1.0
+    return min(1.0, 2.0 * binom_half_cdf(min(fixed, broken), fixed + broken))
+
+
+def mcnemar_one_sided(fixed: int, broken: int) -> float:
+    """Exact one-sided McNemar p-value of "B breaks more cases than it fixes":
+    P(X >= broken) for X ~ Binomial(fixed + broken, 1/2), which is P(X <= fixed)."""
+    return binom_half_cdf(fixed, fixed + broken) if fixed + broken else 1.0
+
+
+def paired_se(ps: PairedSample) -> np.ndarray:
+    """Per metric, the standard error of B - A by the delta method over cases:
+    each case's residual (num - ratio * den) / mean den, A's subtracted from B's. When
+    the two runs agree on every case (nothing to estimate the pairing from) the SE of
+    independent runs is used, and with no variation at all one case's worth, 1/n."""
+    n = ps.kept.sum(0)
+    out = np.zeros(ps.a_num.shape[1])
+    for j in range(len(out)):
+        k = ps.kept[:, j]
+        if n[j] < 2:
+            out[j] = np.nan
+            continue
+        resid = []
+        for num, den in ((ps.a_num[k, j], ps.a_den[k, j]), (ps.b_num[k, j], ps.b_den[k, j])):
+            resid.append((num - num.sum() / den.sum() * den) / den.mean())
+        se = np.std(resid[1] - resid[0], ddof=1) / math.sqrt(n[j])
+        if se == 0:
+            se = math.sqrt((np.var(resid[0], ddof=1) + np.var(resid[1], ddof=1)) / n[j])
+        out[j] = se if se > 0 else 1.0 / n[j]
+    return out
+
+
+def minimum_detectable_effect(n: int, p_a: float, p_b: float, discordant: int) -> float | None:
+    """The smallest pass-rate difference a paired test on ``n`` cases detects with 80%
+    power at alpha 0.05: (z_.975 + z_.8) * sqrt(p_d / n), with p_d the share of discordant
+    cases; when none was observed, the share expected if outcomes were independent,
+    p_a(1 - p_b) + p_b(1 - p_a)."""
+    if n == 0:
+        return None
+    p_d = discordant / n if discordant else p_a * (1 - p_b) + p_b * (1 - p_a)
+    if p_d == 0:
+        p_d = 1.0 / n  # nothing varies yet: the floor one flipped case would give
+    return float((Z_975 + Z_80) * math.sqrt(p_d / n))
+
+
+def _worse_test(worse: float, null: np.ndarray, boot: np.ndarray, limit: float) -> dict[str, Any]:
+    """One-sided test of "worse by more than ``limit``" (``worse`` oriented so that
+    positive is worse). With ``limit == 0`` the null is "no change" and the permutation
+    distribution tests it exactly; with ``limit > 0`` it is "worse by at most ``limit``",
+    tested by inverting the bootstrap: p is the share of resamples no worse than the
+    limit, so p < alpha exactly when the one-sided (1 - alpha) bound exceeds the limit."""
+    if limit == 0:
+        return {"limit": 0.0, "p": _tail_p(null, worse), "method": "permutation", "samples": None}
+    boot = boot[~np.isnan(boot)]
+    p = float(np.mean(boot <= limit)) if len(boot) else 1.0
+    return {"limit": limit, "p": p, "method": "bootstrap", "samples": len(boot)}
+
+
+def _metric_entries(
+    ps: PairedSample,
+    names: Sequence[str],
+    *,
+    samples: int,
+    seed: int,
+    level: float,
+    alpha: float = 0.05,
+    limits: Mapping[str, float] | None = None,
+) -> dict[str, dict[str, Any]]:
+    """Per metric: A, B, B - A with its bootstrap CI at ``level``, the two-sided
+    permutation p-value, the paired SE and the minimum detectable effect (80% power,
+    two-sided ``alpha``), the cases that got worse, and for metrics in ``limits`` the
+    one-sided test of a drop (or rise) beyond the limit."""
+    boot = bootstrap_differences(ps, samples, seed)
+    perm = permutation_differences(ps, samples, seed)
+    se = paired_se(ps)
+    z_mde = z_quantile(1 - alpha / 2) + Z_80
+    tail = (1 - level) / 2
+    with warnings.catch_warnings():  # a metric no resample has is an all-NaN column
+        warnings.simplefilter("ignore", RuntimeWarning)
+        bounds = np.nanquantile(boot, [tail, 1 - tail], axis=0)
+    out: dict[str, dict[str, Any]] = {}
+    for j, m in enumerate(names):
+        higher = m in ACCURACY_METRICS
+        kept = np.flatnonzero(ps.kept[:, j])
+        if len(kept) == 0:
+            out[m] = {
+                "a": None,
+                "b": None,
+                "diff": None,
+                "ci": [None, None],
+                "n": 0,
+                "p_value": None,
+                "higher_is_better": higher,
+            }
+            continue
+        a = float(ps.a_num[:, j].sum() / ps.a_den[:, j].sum())
+        b = float(ps.b_num[:, j].sum() / ps.b_den[:, j].sum())
+        lo, hi = bounds[:, j]
+        sign = -1.0 if higher else 1.0  # worse = sign * (B - A)
+        p_two = 2 * min(_tail_p(perm[:, j], b - a), _tail_p(-perm[:, j], a - b))
+        per_case = ps.b_num[kept, j] / ps.b_den[kept, j] - ps.a_num[kept, j] / ps.a_den[kept, j]
+        entry: dict[str, Any] = {
+            "a": a,
+            "b": b,
+            "diff": b - a,
+            "ci": [float(lo), float(hi)],
+            "ci_level": level,
+            "n": len(kept),
+            "p_value": min(1.0, p_two),
+            "se": None if np.isnan(se[j]) else float(se[j]),
+            "mde": None if np.isnan(se[j]) else float(z_mde * se[j]),
+            "higher_is_better": higher,
+            "worse_cases": [ps.ids[i] for i in kept[sign * per_case > 1e-12]],
+            "better_cases": int(np.sum(sign * per_case < -1e-12)),
+        }
+        if limits is not None and m in limits:
+            entry["worse_test"] = _worse_test(
+                sign * (b - a), sign * perm[:, j], sign * boot[:, j], limits[m]
+            )
+        out[m] = entry
+    return out
+
+
+def _counts_array(run: RunOutcomes, ids: list[str]) -> np.ndarray:
+    """(cases x metrics x 2): each case's numerator and denominator of every metric."""
+    empty = (0.0, 0.0)
+    return np.array([[run.counts[i].get(m, empty) for m in METRICS] for i in ids], dtype=float)
+
+
+def compare(
+    a: RunOutcomes,
+    b: RunOutcomes,
+    *,
+    common_only: bool = False,
+    mixed_matchers: bool = False,
+    alpha: float = 0.05,
+    level: float | None = None,
+    limits: Mapping[str, float] | None = None,
+    samples: int = BOOTSTRAP_SAMPLES,
+    seed: int = SEED,
+) -> dict[str, Any]:
+    """The paired comparison of B against A on their shared case ids.
+
+    Each metric's p-value is a two-sided paired permutation test (exact McNemar for
+    ``case_pass``); ``p_adjusted`` is Holm's over every metric with a value, and
+    ``significant`` (the "*") means ``p_adjusted < alpha``, so the chance that any metric
+    is starred when nothing changed stays at ``alpha``. ``significant_unadjusted`` is the
+    per-metric verdict. CIs are at ``level`` (default ``1 - alpha``). ``limits`` (metric
+    -> allowed worsening) adds the one-sided tests the gates use (``_gate.py``).
+
+    Runs whose facts were matched by different matchers are refused unless
+    ``mixed_matchers``: a difference would mix the pipeline's change with the
+    measurement's (docs/metrics.md, "Matchers").
+    """
+    matchers = {"a": matcher_of(a.meta), "b": matcher_of(b.meta)}
+    if matchers["a"] != matchers["b"] and not mixed_matchers:
+        raise CompareError(
+            f"the runs matched facts with different matchers (A {matchers['a']}, B "
+            f"{matchers['b']}), so fact_recall, attribution_accuracy and case_pass are not "
+            "measured alike; compare anyway with --mixed-matchers (a gate needs a baseline "
+            "run with the same --matcher)"
+        )
+    if a.dataset_hash != b.dataset_hash and not common_only:
+        raise CompareError(
+            f"the runs used different datasets ({a.dataset_hash[:12]} vs {b.dataset_hash[:12]}); "
+            "compare only the shared case ids with --common-only"
+        )
+    ids = sorted(set(a.counts) & set(b.counts))
+    if not ids:
+        raise CompareError("the runs have no case id in common")
+    ca, cb = _counts_array(a, ids), _counts_array(b, ids)
+    ps = paired_sample(ca[..., 0], ca[..., 1], cb[..., 0], cb[..., 1], ids)
+    level = 1 - alpha if level is None else level
+    metrics = _metric_entries(
+        ps, METRICS, samples=samples, seed=seed, level=level, alpha=alpha, limits=limits
+    )
+    fixed = [i for i in ids if not a.passed[i] and b.passed[i]]
+    broken = [i for i in ids if a.passed[i] and not b.passed[i]]
+    broken_set = set(broken)
+    cp = metrics["case_pass"]
+    cp["p_value"] = mcnemar_exact(len(fixed), len(broken))
+    if cp.get("worse_test", {}).get("limit") == 0.0:
+        cp["worse_test"].update(p=mcnemar_one_sided(len(fixed), len(broken)), method="McNemar")
+    tested = _adjust(metrics, alpha)
+    own_a, own_b = own_values(a), own_values(b)
+    for m, e in metrics.items():
+        e["own"] = {"a": own_a[m], "b": own_b[m]}
+    flips = [
+        {
+            "id": i,
+            "change": "broken" if i in broken_set else "fixed",
+            "diff": structural_diff(a.outputs.get(i, {}), b.outputs.get(i, {})),
+        }
+        for i in fixed + broken
+    ]
+    return {
+        "a": a.label,
+        "b": b.label,
+        "cases": len(ids),
+        "only_in_a": len(set(a.counts) - set(ids)),
+        "only_in_b": len(set(b.counts) - set(ids)),
+        "alpha": alpha,
+        "ci_level": level,
+        "adjustment": "holm",
+        "matcher": matchers,
+        "metrics_tested": len(tested),
+        "metrics": metrics,
+        "mcnemar": {"fixed": len(fixed), "broken": len(broken), "p_value": cp["p_value"]},
+        "mde_case_pass": cp.get("mde"),
+        "flipped_count": len(flips),
+        "flipped": flips,
+        **_consistency_of(a, b, ids, fixed + broken),
+    }
+
+
+def _adjust(metrics: dict[str, dict[str, Any]], alpha: float) -> list[str]:
+    """Holm's adjustment of every metric with a p-value, and the stars it gives; returns
+    the metrics tested."""
+    tested = [m for m, e in metrics.items() if e["p_value"] is not None]
+    for m, p in zip(tested, holm([metrics[m]["p_value"] for m in tested]), strict=True):
+        metrics[m]["p_adjusted"] = p
+        metrics[m]["significant"] = p < alpha
+        metrics[m]["significant_unadjusted"] = metrics[m]["p_value"] < alpha
+    for e in metrics.values():
+        e.setdefault("significant", False)
+    return tested
+
+
+def own_values(run: RunOutcomes) -> dict[str, dict[str, Any]]:
+    """Per metric, the run's own headline over all its cases (the value of its
+    summary.json): the sum of the numerators over the sum of the denominators, and ``n``,
+    the cases with something to check. A comparison's A and B are on the shared cases
+    only, so they differ from these when a run has cases the other does not count."""
+    if not run.counts:
+        return {m: {"value": None, "n": 0} for m in METRICS}
+    counts = _counts_array(run, sorted(run.counts))
+    out: dict[str, dict[str, Any]] = {}
+    for j, m in enumerate(METRICS):
+        num, den = counts[:, j, 0], counts[:, j, 1]
+        total = float(den.sum())
+        out[m] = {
+            "value": float(num.sum()) / total if total > 0 else None,
+            "n": int((den > 0).sum()),
+        }
+    return out
+
+
+def _consistency_of(
+    a: RunOutcomes, b: RunOutcomes, ids: list[str], flipped: list[str]
+) -> dict[str, Any]:
+    """B's (case, check) verdicts against A's (issue 20), when both are run folders; with
+    B a perturbed run (``RUN/perturb/<name>``) its names are mapped back for the diffs.
+    ``changed_count``: the shared cases with at least one check verdict changed, the
+    ``flipped`` ones included (None when a side has no check verdicts, as a baseline)."""
+    if not a.checks or not b.checks:
+        return {"changed_count": None}
+    from hy_eval.harness.run._perturbed import changed_ids, consistency
+
+    info = b.perturbation or {}
+    subjects = {cid: c["subjects"] for cid, c in info.get("cases", {}).items()}
+    changed = (changed_ids(a.checks, b.checks) & set(ids)) | set(flipped)
+    return {
+        "changed_count": len(changed),
+        "perturbation": info.get("perturbation"),
+        "consistency": consistency(a.checks, b.checks, subjects),
+    }

@@ -1,0 +1,246 @@
+"""``hy-eval matchers evaluate``: each matcher's precision and recall against pairs of
+(predicted fact, gold fact) that people judged the same or not (issue 19 item 3).
+
+The file format is in docs/metrics.md ("Measuring the matchers"). Each matcher decides
+on each pair alone, so this measures its acceptance rule; the one-to-one assignment
+among a case's facts is not measured here. Precision is the share of the pairs a
+matcher accepts that people judged the same; recall the share of the pairs people judged
+the same that it accepts. Each comes with Wilson's 95% interval (``_stats``), over all
+pairs, per ``kind`` and per language.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from hy_eval.harness.analysis._aggregate import fmt_ratio
+from hy_eval.harness.analysis._stats import wilson_interval
+from hy_eval.harness.datasets._keywords import contains_all, keyword_problem
+from hy_eval.harness.scoring._fuzzy import match_fuzzy
+from hy_eval.harness.scoring._strict import decide
+
+if TYPE_CHECKING:
+    from hy_eval.harness.scoring._judge import Judge
+
+
+class PairFileError(ValueError):
+    """A pairs file that cannot be read: every problem, one per line."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("; ".join(problems[:5]) + (" ..." if len(problems) > 5 else ""))
+        self.problems = problems
+
+
+@dataclass(frozen=True)
+class JudgedPair:
+    predicted: str
+    gold: str
+    lang: str
+    same: bool
+    kind: str
+    #: The gold fact's keyword items (as in a suite); ``keyword`` cannot decide without.
+    keywords: list[Any] | None = None
+    #: Speakers' names, which ``fuzzy`` ignores (the subject is scored apart).
+    names: list[str] = field(default_factory=list)
+    #: ``dev`` (rules and thresholds may be tuned on it) or ``test`` (never), or None.
+    split: str | None = None
+
+
+def _pair_problem(row: Any) -> str | None:
+    if not isinstance(row, dict):
+        return "not a JSON object"
+    for key in ("predicted", "gold", "kind"):
+        if not isinstance(row.get(key), str) or not row[key].strip():
+            return f'"{key}" must be a non-empty string'
+    if row.get("lang") not in ("en", "zh"):
+        return '"lang" must be "en" or "zh"'
+    if not isinstance(row.get("same"), bool):
+        return '"same" must be true or false'
+    keywords = row.get("keywords")
+    if keywords is not None:
+        if not isinstance(keywords, list) or not keywords:
+            return '"keywords" must be a non-empty list'
+        for item in keywords:
+            problem = keyword_problem(item)
+            if problem:
+                return f'"keywords": {problem}'
+    names = row.get("names", [])
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        return '"names" must be a list of strings'
+    if row.get("split") not in (None, "dev", "test"):
+        return '"split" must be "dev" or "test"'
+    return None
+
+
+def read_pairs(path: str | Path) -> list[JudgedPair]:
+    """The judged pairs of a JSONL file; ``PairFileError`` names every bad line."""
+    pairs: list[JudgedPair] = []
+    problems: list[str] = []
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PairFileError([f"{path}: cannot read ({exc})"]) from None
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError as exc:
+            problems.append(f"{path}:{number}: not JSON ({exc})")
+            continue
+        problem = _pair_problem(row)
+        if problem:
+            problems.append(f"{path}:{number}: {problem}")
+            continue
+        pairs.append(
+            JudgedPair(
+                row["predicted"],
+                row["gold"],
+                row["lang"],
+                row["same"],
+                row["kind"].strip(),
+                row.get("keywords"),
+                list(row.get("names", [])),
+                row.get("split"),
+            )
+        )
+    if problems:
+        raise PairFileError(problems)
+    if not pairs:
+        raise PairFileError([f"{path}: no pairs"])
+    return pairs
+
+
+def keyword_decides(pair: JudgedPair) -> bool | None:
+    """``keyword``: the prediction holds every keyword item (``None``: no keywords)."""
+    return None if pair.keywords is None else contains_all(pair.predicted, pair.keywords)
+
+
+def strict_decides(pair: JudgedPair) -> bool:
+    """``strict`` on the pair alone: keywords as words, content agreement, cues."""
+    return decide(pair.gold, pair.keywords or [], pair.predicted, pair.names).accepted
+
+
+def fuzzy_decides(pair: JudgedPair) -> bool:
+    """``fuzzy`` on the pair alone (a keyword hit accepts, as in scoring)."""
+    hits = None if pair.keywords is None else [[bool(keyword_decides(pair))]]
+    found = match_fuzzy([pair.predicted], [pair.gold], ignore=pair.names, keyword_hits=hits)
+    return found[0].predicted is not None
+
+
+def judge_decisions(judge: Judge, pairs: Sequence[JudgedPair]) -> list[bool]:
+    """The judge's verdict on every pair (an unusable answer counts as "not the same")."""
+
+    async def ask() -> list[bool]:
+        try:
+            verdicts = await asyncio.gather(
+                *(
+                    judge.same(p.predicted, p.gold, p.lang, f"pair {i + 1}")
+                    for i, p in enumerate(pairs)
+                )
+            )
+        finally:
+            await judge.llm.aclose()
+        return [v.same for v in verdicts]
+
+    return asyncio.run(ask())
+
+
+def _rate(num: int, den: int) -> dict[str, Any]:
+    if den == 0:
+        return {"value": None, "ci": None, "num": 0, "den": 0}
+    value = num / den
+    lo, hi = wilson_interval(value, den)
+    return {"value": value, "ci": [lo, hi], "num": num, "den": den}
+
+
+def scores(pairs: Sequence[JudgedPair], decisions: Sequence[bool | None]) -> dict[str, Any]:
+    """Precision and recall (with Wilson CIs) of one matcher's decisions; pairs it could
+    not decide (``None``) are counted apart as ``undecided``."""
+    tp = fp = fn = tn = undecided = 0
+    for pair, accepted in zip(pairs, decisions, strict=True):
+        if accepted is None:
+            undecided += 1
+        elif accepted and pair.same:
+            tp += 1
+        elif accepted:
+            fp += 1
+        elif pair.same:
+            fn += 1
+        else:
+            tn += 1
+    return {
+        "pairs": len(pairs),
+        "undecided": undecided,
+        "precision": _rate(tp, tp + fp),
+        "recall": _rate(tp, tp + fn),
+        "confusion": {"tp": tp, "fp": fp, "fn": fn, "tn": tn},
+    }
+
+
+def evaluate(
+    pairs: Sequence[JudgedPair], decisions: Mapping[str, Sequence[bool | None]]
+) -> dict[str, Any]:
+    """Each matcher's scores over all pairs, per ``kind`` and per ``lang``."""
+    out: dict[str, Any] = {"pairs": len(pairs), "matchers": {}}
+    for name, decided in decisions.items():
+        entry = {"all": scores(pairs, decided)}
+        for key in ("kind", "lang"):
+            groups: dict[str, list[int]] = {}
+            for i, pair in enumerate(pairs):
+                groups.setdefault(getattr(pair, key), []).append(i)
+            entry[key] = {
+                value: scores([pairs[i] for i in idx], [decided[i] for i in idx])
+                for value, idx in sorted(groups.items())
+            }
+        out["matchers"][name] = entry
+    return out
+
+
+def decide_all(
+    pairs: Sequence[JudgedPair], names: Iterable[str], judge: Callable[[], Judge] | None = None
+) -> dict[str, list[bool | None]]:
+    """Each named matcher's decisions; ``judge`` makes the judge when it is asked for."""
+    out: dict[str, list[bool | None]] = {}
+    for name in names:
+        if name == "strict":
+            out[name] = [strict_decides(p) for p in pairs]
+        elif name == "keyword":
+            out[name] = [keyword_decides(p) for p in pairs]
+        elif name == "fuzzy":
+            out[name] = [fuzzy_decides(p) for p in pairs]
+        elif name == "judge" and judge is not None:
+            out[name] = list(judge_decisions(judge(), pairs))
+        else:
+            raise ValueError(f"unknown matcher {name!r}")
+    return out
+
+
+def _cell(rate: dict[str, Any]) -> str:
+    if rate["value"] is None:
+        return "n/a"
+    return f"{fmt_ratio(rate)} {rate['num']}/{rate['den']}"
+
+
+def evaluation_text(result: dict[str, Any]) -> str:
+    """The table ``matchers evaluate`` prints."""
+    lines = [
+        f"{result['pairs']} judged pairs; precision and recall with Wilson 95% intervals",
+        f"{'matcher':<8} {'slice':<22} {'pairs':>5}  {'precision':<30} {'recall':<30}",
+    ]
+    for name, entry in result["matchers"].items():
+        rows = [("all", entry["all"])]
+        rows += [(f"kind={k}", s) for k, s in entry["kind"].items()]
+        rows += [(f"lang={k}", s) for k, s in entry["lang"].items()]
+        for label, s in rows:
+            undecided = f"  ({s['undecided']} undecided: no keywords)" if s["undecided"] else ""
+            lines.append(
+                f"{name:<8} {label:<22} {s['pairs']:>5}  {_cell(s['precision']):<30} "
+                f"{_cell(s['recall']):<30}{undecided}"
+            )
+    return "\n".join(lines)

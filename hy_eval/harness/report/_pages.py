@@ -1,0 +1,207 @@
+"""The HTML pages (E7, issue 21): ``report.html`` of a run and the comparison page of two.
+
+Each page is rendered from a Jinja template in ``templates/`` with autoescaping on, so a
+value from a dataset, a model or the command line is text wherever the template puts it.
+The cases are embedded once, as JSON in a ``<script type="application/json">`` block, and
+shown by the page's own script (``templates/workbench.js``), which builds every element
+with ``textContent``: no dataset or model text is ever parsed as HTML. The page needs no
+server and no network.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from hy_eval.harness.runlog._files import CaseRecord
+from hy_eval.harness.scoring._quality import corrected_text, quality_text
+from hy_eval.harness.scoring._score import ACCURACY_METRICS, METRICS
+
+#: Distinct system prompts kept once per page and referenced by index from each stage;
+#: past this many, a stage carries its own system prompt.
+MAX_SYSTEM_PROMPTS = 50
+
+#: Columns of the breakdown tables, after the label and the number of cases.
+BREAKDOWN_METRICS = (
+    "case_pass",
+    "fact_recall",
+    "attribution_accuracy",
+    "owner_accuracy",
+    "misattribution_rate",
+)
+
+
+@cache
+def _environment() -> Any:
+    from jinja2 import Environment, PackageLoader, StrictUndefined
+
+    return Environment(
+        loader=PackageLoader("hy_eval.harness.report", "templates"),
+        autoescape=True,
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+
+
+@cache
+def _static(name: str) -> str:
+    """A file of ``templates/`` as text (the page's script and style sheet)."""
+    return (resources.files("hy_eval.harness.report") / "templates" / name).read_text("utf-8")
+
+
+def script_json(value: Any) -> Any:
+    """``value`` as JSON that is safe inside a ``<script>`` element: ``<``, ``>`` and ``&``
+    written as ``\\u003c`` and so on (so ``</script>`` or ``<!--`` in a value cannot end or
+    change the element), U+2028 and U+2029 as escapes too. JSON outside strings holds none
+    of these characters, so the text parses to the same value."""
+    from markupsafe import Markup
+
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    for char, escape in (
+        ("<", "\\u003c"),
+        (">", "\\u003e"),
+        ("&", "\\u0026"),
+        ("\u2028", "\\u2028"),
+        ("\u2029", "\\u2029"),
+    ):
+        if char in text:
+            text = text.replace(char, escape)
+    return Markup(text)
+
+
+@cache
+def _script_hash() -> str:
+    """The CSP source of the page's script: only that script may run, so markup that
+    slipped into a page could still not run any (defence in depth)."""
+    digest = hashlib.sha256(_static("workbench.js").encode()).digest()
+    return f"'sha256-{base64.b64encode(digest).decode()}'"
+
+
+def render_page(template: str, data: Any, **context: Any) -> str:
+    """Render ``template`` with ``context``, the shared style and script, and ``data``
+    embedded as JSON for the script. The page's Content-Security-Policy allows no request
+    (images are data: URLs) and no script but its own."""
+    from markupsafe import Markup
+
+    return str(
+        _environment()
+        .get_template(template)
+        .render(
+            style=Markup(_static("workbench.css")),
+            script=Markup(_static("workbench.js")),
+            script_hash=_script_hash(),
+            data=script_json(data),
+            **context,
+        )
+    )
+
+
+def metric_row(name: str, entry: Any) -> dict[str, Any]:
+    """One metric as the templates show it, read defensively (a CI entry may gain keys,
+    or lack a CI)."""
+    entry = entry if isinstance(entry, dict) else {}
+    value = entry.get("value")
+    ci = entry.get("ci") or [None, None]
+    lo, hi = [*ci, None, None][:2]
+    bar = None
+    if value is not None and lo is not None and hi is not None:
+        bar = {
+            "lo": round(100 * max(0.0, min(1.0, lo)), 2),
+            "width": round(100 * max(0.0, min(1.0, hi) - max(0.0, lo)), 2),
+            "value": round(100 * max(0.0, min(1.0, value)), 2),
+        }
+    # Issue 17 marks an interval on a handful of cases; the page says so as report.md does.
+    few = f"n={entry.get('n')}, few cases" if entry.get("small_n") and value is not None else ""
+    return {
+        "name": name,
+        "value": "" if value is None else f"{value:.6f}",
+        "text": "n/a" if value is None else f"{value:.3f}",
+        "ci": "" if lo is None or hi is None else f"[{lo:.3f}, {hi:.3f}]",
+        "few": few,
+        "n": entry.get("n", ""),
+        "better": "higher" if name in ACCURACY_METRICS else "lower",
+        "bar": bar,
+    }
+
+
+def case_entry(rec: CaseRecord, systems: dict[str, int]) -> dict[str, Any]:
+    """What the page shows of one case record: labels for the table and filters, and
+    conversation, prompts, raw answers, facts and verdicts for its view. A system prompt is
+    shared by every case of a stage and language: it is kept once in ``systems`` (text ->
+    index, up to ``MAX_SYSTEM_PROMPTS``) and named by index."""
+    checks = rec.score.get("checks", [])
+    stages = {}
+    for name, data in rec.stages.items():
+        stage = {k: data.get(k) for k in ("template", "user", "raw", "parse_error", "cached")}
+        system = data.get("system", "")
+        index = systems.get(system)
+        if index is None and len(systems) < MAX_SYSTEM_PROMPTS:
+            index = systems[system] = len(systems)
+        stage["system"] = index if index is not None else system
+        stages[name] = stage
+    return {
+        "id": rec.id,
+        "repeat": rec.repeat,
+        "lang": rec.lang,
+        "rules": rec.rules,
+        "tags": rec.tags,
+        "passed": rec.passed,
+        "status": rec.status,
+        "error": rec.error,
+        "failing": sorted({str(c["check"]) for c in checks if not c.get("ok")}),
+        "input": rec.input,
+        "rendered": rec.rendered or "",
+        "stages": stages,
+        "facts": rec.score.get("facts", []),
+        "checks": checks,
+        "basic_info": rec.basic_info,
+        "operations": rec.operations or None,
+        "guard_events": rec.guard_events,
+        "fallback": rec.fallback,
+        "store_after": rec.store_after,
+    }
+
+
+def report_page(
+    summary: dict[str, Any],
+    manifest: dict[str, Any],
+    plots: dict[str, bytes],
+    cases: dict[str, Any],
+    truncation: str = "",
+    partial: str | None = None,
+) -> str:
+    """``report.html``: headline metrics with CIs, sortable breakdowns, plots, and the case
+    table and case view drawn by the script from ``cases`` (``{"cases": [...], "systems":
+    [...], "shown": n}``)."""
+    metrics = summary.get("metrics", {})
+    breakdowns = {}
+    for key in ("lang", "rule", "tag"):
+        rows = []
+        for value, entry in sorted(summary.get("breakdown", {}).get(key, {}).items()):
+            cells = [metric_row(m, entry.get(m)) for m in BREAKDOWN_METRICS]
+            rows.append({"label": value, "cases": entry.get("cases", ""), "cells": cells})
+        breakdowns[key] = rows
+    git = manifest.get("git") or {}
+    return render_page(
+        "report.html.j2",
+        {"kind": "report", **cases},
+        summary=summary,
+        commit=str(git.get("commit"))[:12],
+        dirty=bool(git.get("dirty")),
+        metrics=[metric_row(m, metrics.get(m)) for m in METRICS if m in metrics],
+        breakdowns=breakdowns,
+        breakdown_metrics=BREAKDOWN_METRICS,
+        confusion=summary.get("confusion", {}),
+        plots=[(name, base64.b64encode(data).decode()) for name, data in plots.items()],
+        truncation=truncation,
+        partial=partial,
+        matcher_quality=quality_text(
+            str(summary.get("matcher") or "keyword"), summary.get("matcher_quality")
+        )
+        + corrected_text(summary),
+    )

@@ -1,0 +1,198 @@
+"""``run --batch`` (issue 23): the model's answers fetched through the vendor's batch
+endpoints first, then the normal run, which finds every answer in the cache.
+
+Which requests a case makes is found by running the case itself with a collecting
+client: its answers come from the cache, and at the first answer missing the case stops
+and the request is kept (``CollectingClient``). Round 1 so finds every case's extraction
+request; once those answers are in the cache, round 2 finds the reconcile requests of
+the cases that need one (a case whose extraction found no fact makes none). The rounds
+go on until no case needs a request no batch has held. The requests and their cache keys
+are therefore exactly those the normal run makes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from hy_eval._exitcodes import ExitCode, InterruptedRun
+from hy_eval._redact import redact
+from hy_eval._terminal import echo
+from hy_eval.harness.run._casestep import run_case
+from hy_eval.harness.run._plan import RunError, RunPlan
+from hy_eval.llm import Completion, ConfigError, LLMClient, PriceTable, ProviderError, Request
+from hy_eval.llm._base import short_text
+from hy_eval.llm._batch import STATE_NAME, BatchEngine, BatchState
+from hy_eval.llm._batch_spool import SPOOL_NAME, RequestSpool
+from hy_eval.llm._cache import cache_key, canonical_json
+from hy_eval.memory import MemoryStore
+
+if TYPE_CHECKING:
+    from hy_eval.harness.run._runner import RunConfig
+
+#: Batch prices are half the interactive ones at both vendors.
+BATCH_PRICE_FACTOR = 0.5
+#: Extraction, then reconcile; more rounds only if a pipeline ever asks more.
+MAX_ROUNDS = 4
+
+
+class CollectingClient(LLMClient):
+    """``llm``'s provider, options and cache, but a request missing from the cache is
+    written to ``spool`` and fails its case instead of being sent."""
+
+    def __init__(self, llm: LLMClient, spool: RequestSpool) -> None:
+        super().__init__(
+            llm.provider,
+            cache=llm.cache,
+            cache_mode="read-write",
+            options=llm.options,
+            stop_after=0,
+        )
+        self.spool = spool
+
+    async def _call_with_retries(self, request: Request) -> Completion:
+        fields = self.key_fields(request)
+        canonical = canonical_json(fields)
+        self.spool.add(cache_key(fields, canonical), canonical)
+        raise ProviderError("other", "answer left for a batch")
+
+
+async def collect_requests(
+    cfg: RunConfig,
+    plan: RunPlan,
+    todo: dict[str, list[int]],
+    llm: LLMClient,
+    spool: RequestSpool,
+) -> None:
+    """Write to ``spool`` (emptied first) the requests the cases of ``todo`` would send
+    next."""
+    spool.reset()
+    client = CollectingClient(llm, spool)
+    store = MemoryStore()
+    free = PriceTable({})
+    for ref, text in plan.suite.iter_lines(set(todo)):
+        case = plan.suite.parse_case(ref, text)
+        for repeat in todo[ref.id]:
+            await run_case(
+                case,
+                client,
+                plan.prompts,
+                free,
+                cfg.guard,
+                repeat=repeat,
+                temperature=cfg.temperature,
+                store=store,
+            )
+            store.clear()
+
+
+def fill_cache_by_batches(
+    cfg: RunConfig, plan: RunPlan, todo: dict[str, list[int]], resume: str, llm: LLMClient
+) -> dict[str, int]:
+    """Run the batch rounds for ``todo``; return the folder's batch totals (for the
+    summary's ``calls.batch``). On SIGINT leave the batches running (or cancel them with
+    ``--batch-cancel-on-interrupt``) and raise ``InterruptedRun`` (the user is told)."""
+    if cfg.cache_mode != "read-write":
+        raise RunError("--batch needs --cache-mode read-write (its answers go to the cache)")
+    if not cfg.batch_poll_interval > 0:
+        raise RunError(f"--batch-poll-interval must be above 0 (got {cfg.batch_poll_interval!r})")
+    try:
+        # A client of its own: its HTTP connections belong to this phase's event loop.
+        batch_llm = cfg.model_options().client()
+        engine = BatchEngine(
+            batch_llm,
+            BatchState(plan.run_dir / STATE_NAME),
+            poll_interval=cfg.batch_poll_interval,
+            say=_say if cfg.progress else None,
+        )
+    except ConfigError as exc:
+        raise RunError(str(exc)) from None
+    if batch_llm.options != llm.options:
+        raise RunError("--batch: the batch client's structured-output mode differs from the run's")
+    try:
+        interrupted = asyncio.run(_rounds(cfg, plan, todo, engine))
+    except ProviderError as exc:
+        # A refused key, a batch endpoint that answers nonsense: the run cannot go on
+        # by batches. What was submitted is kept in batches.json for a resume.
+        raise RunError(
+            f"--batch: {short_text(str(exc), 300)}; resume with: {resume}", ExitCode.PROVIDER
+        ) from None
+    if interrupted:
+        where = plan.run_dir / STATE_NAME
+        if cfg.batch_cancel_on_interrupt:
+            what = "the pending batches were cancelled (what they finished is kept)"
+        else:
+            what = (
+                "the remote batches are left running (--batch-cancel-on-interrupt cancels "
+                "them on Ctrl-C instead)"
+            )
+        echo(
+            f"\nhy-eval: interrupted; {what}; their ids are kept in {where}. Resume with: {resume}",
+            err=True,
+        )
+        raise InterruptedRun
+    return engine.state.totals()
+
+
+async def _rounds(
+    cfg: RunConfig, plan: RunPlan, todo: dict[str, list[int]], engine: BatchEngine
+) -> bool:
+    """The rounds; True when SIGINT stopped them."""
+    task = asyncio.current_task()
+    stopped = False
+
+    def on_sigint() -> None:
+        nonlocal stopped
+        if stopped:
+            return  # already stopping (a cancel takes a few requests)
+        stopped = True
+        if task is not None:
+            task.cancel()
+
+    remove = _on_sigint(on_sigint)
+    spool = RequestSpool(plan.run_dir / SPOOL_NAME)
+    try:
+        for round_no in range(1, MAX_ROUNDS + 1):
+            await collect_requests(cfg, plan, todo, engine.llm, spool)
+            if not set(spool) - engine.state.known_keys() and not engine.state.pending():
+                break
+            report = await engine.run_round(spool, round_no)
+            _say(f"round {round_no}: {report.line()}")
+            for key, outcome, reason in report.failures:
+                _say(f"  {outcome}: request {key[:16]}: {reason} (asked interactively next)")
+    except asyncio.CancelledError:
+        if not stopped:
+            raise
+        uncancel = getattr(task, "uncancel", None)  # 3.11+: later awaits are not cancelled
+        if uncancel is not None:
+            uncancel()
+        if cfg.batch_cancel_on_interrupt:
+            ids = await engine.cancel_pending()
+            _say(f"cancelled {len(ids)} batch{'es' if len(ids) != 1 else ''}: {', '.join(ids)}")
+    finally:
+        remove()
+        spool.close()
+        await engine.llm.aclose()
+    return stopped
+
+
+def _on_sigint(handler: Callable[[], None]) -> Callable[[], None]:
+    """Install ``handler`` for SIGINT on the running loop; the function that removes it
+    (nothing to remove off the main thread, where tests run runners)."""
+    loop = asyncio.get_running_loop()
+    try:
+        loop.add_signal_handler(signal.SIGINT, handler)
+    except (NotImplementedError, RuntimeError, ValueError):
+        return lambda: None
+
+    def remove() -> None:
+        loop.remove_signal_handler(signal.SIGINT)
+
+    return remove
+
+
+def _say(line: str) -> None:
+    # Batch lines carry the vendor's words (ids, error messages), which may echo the key.
+    echo(f"hy-eval: batch {redact(line)}", err=True, flush=True)

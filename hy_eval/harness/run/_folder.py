@@ -1,0 +1,250 @@
+"""Rules that keep a run folder whole and a resume honest (issue 14).
+
+- A folder is written by one run at a time: an OS lock (``fcntl.flock``) on
+  ``DIR/.lock``, held while the run writes. The kernel drops it when the process dies,
+  so a killed run leaves no stale lock.
+- ``--resume DIR`` takes every endpoint and credential-bearing setting from the command
+  line, the pipeline's and the judge's alike, and never from ``DIR/manifest.json`` (a
+  copied folder could name any server, and the key would go there): a manifest naming
+  another provider, model or endpoint is refused. The same holds for the answer cache
+  file, so a resume cannot write answers where the later runs will not look. The original
+  run's settings (which cases, cache mode, concurrency, timeouts) are kept unless the
+  command line sets them to something other than their default.
+- Settings are checked before anything is made: a count below one, a negative time or a
+  rate outside 0..1 is a one-line error, and a run folder never lies in a dataset folder.
+
+The checks return a one-line problem (or ``None``) for the runner to raise as its error.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from hy_eval._redact import redact
+from hy_eval.harness.runlog._files import RunManifest
+from hy_eval.harness.scoring._matching import MATCHERS
+from hy_eval.llm import DEFAULT_CACHE_PATH
+
+if TYPE_CHECKING:  # for annotations only: never imported at run time
+    from hy_eval.harness.run._runner import RunConfig
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: runs are not locked there
+    fcntl = None  # type: ignore[assignment]
+
+LOCK_NAME = ".lock"
+
+#: Settings a resume takes from the manifest, unless the command line moved them off
+#: their default (a flag given with its default value cannot be told from no flag).
+KEPT_ON_RESUME = (
+    "cache_mode",
+    "concurrency",
+    "threads",
+    "reuse",
+    "timeout",
+    "retries",
+    "retry_base_delay",
+    "max_error_rate",
+    "batch",
+    "batch_poll_interval",
+    "batch_cancel_on_interrupt",
+)
+#: Identity fields a resume takes from the manifest. No endpoint is among them: the
+#: pipeline's and the judge's provider, model and base URL come from the command line and
+#: must match the manifest (:func:`endpoint_mismatch`).
+SAVED_IDENTITY = (
+    "suite",
+    "matcher",
+    "judge_variant",
+    "structured",
+    "variant",
+    "guard",
+    "repeats",
+    "temperature",
+    "pass_k",
+    "perturb",
+    "perturb_seed",
+)
+
+
+class FolderLock:
+    """An exclusive lock on a run folder, held until :meth:`release` or process exit."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd: int | None = fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)  # closing the descriptor drops the flock
+            self._fd = None
+
+
+def lock_folder(run_dir: Path) -> tuple[FolderLock | None, str | None]:
+    """Lock ``run_dir`` (which must exist) for this process, or say why not: another
+    process holds it, or the lock file cannot be opened (it is never followed if it is a
+    symbolic link, as a copied folder could hold one)."""
+    path = run_dir / LOCK_NAME
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    except OSError as exc:
+        return None, f"{path}: cannot open the run folder's lock file ({exc.strerror})"
+    if fcntl is not None:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            return None, f"{run_dir}: another run is writing this folder; wait for it to end"
+    return FolderLock(fd), None
+
+
+def apply_saved(cfg: RunConfig, saved: Mapping[str, Any]) -> None:
+    """Take the run's identity and settings from its manifest's ``params`` into ``cfg``
+    (a resume)."""
+    defaults = type(cfg)()
+    for key in (*SAVED_IDENTITY, "limit", "sample", "filter"):
+        if key in saved:
+            setattr(cfg, key, saved[key])
+    for key in KEPT_ON_RESUME:
+        if key in saved and getattr(cfg, key) == getattr(defaults, key):
+            setattr(cfg, key, saved[key])
+
+
+def model_mismatch(
+    run_dir: Path, manifest: RunManifest, name: str, model: str, url: str
+) -> str | None:
+    """Why the command line's model is not the one ``manifest`` ran, or ``None``."""
+    want = (manifest.provider, manifest.model, redact(str(manifest.base_url or "")))
+    have = (name, model, redact(url or ""))
+    if want == have:
+        return None
+
+    def show(p: Any, m: Any, u: Any) -> str:
+        return f"{p}:{m}" + (f" at {u}" if u else "")
+
+    return (
+        f"{run_dir} was run with {show(*want)}, this command line gives {show(*have)}; "
+        f"resume with the same model flags: {resume_command(run_dir, manifest)}"
+    )
+
+
+#: Command-line flags of the settings a resume must be given again, by ``params`` key:
+#: the judge's endpoint and the answer cache file.
+RESUME_FLAGS = (
+    ("--judge-provider", "judge_provider"),
+    ("--judge-model", "judge_model"),
+    ("--judge-base-url", "judge_base_url"),
+    ("--cache", "cache_path"),
+)
+
+
+def resume_command(run_dir: Path, manifest: RunManifest) -> str:
+    """The command that resumes ``run_dir``, with the model, judge and cache flags it was
+    run with."""
+    params = manifest.params
+    parts = ["python", "run_eval.py", "--resume", str(run_dir)]
+    if manifest.provider not in (None, "local"):
+        parts += ["--provider", str(manifest.provider)]
+    for flag, key in (("--model", "model"), ("--base-url", "base_url")):
+        if params.get(key):
+            parts += [flag, str(params[key])]
+    for flag, key in RESUME_FLAGS:
+        value = params.get(key)
+        if value and value != _DEFAULTS.get(key):
+            parts += [flag, str(value)]
+    return redact(" ".join(shlex.quote(p) for p in parts))
+
+
+#: The defaults of the settings in ``RESUME_FLAGS`` (``None``: the pipeline's model).
+_DEFAULTS: dict[str, Any] = {"cache_path": DEFAULT_CACHE_PATH}
+
+
+def endpoint_mismatch(run_dir: Path, manifest: RunManifest, cfg: RunConfig) -> str | None:
+    """Why a resume's command line does not name the judge endpoint or the cache file the
+    run was started with, or ``None``. The judge's provider, model and base URL are the
+    command line's and must equal the manifest's, so no folder can choose where a key is
+    sent. The cache file may be named anew (``--cache``), but a resume that leaves it at
+    its default while the run used another file is refused: its answers would be written
+    where later runs with that ``--cache`` do not look."""
+    params = manifest.params
+    judged = cfg.matcher == "judge" or params.get("matcher") == "judge"
+    for flag, key in RESUME_FLAGS:
+        saved, given = params.get(key), getattr(cfg, key)
+        if key == "cache_path":
+            if given != DEFAULT_CACHE_PATH or saved in (None, DEFAULT_CACHE_PATH):
+                continue
+        elif not judged or redact(str(saved or "")) == redact(str(given or "")):
+            continue
+        return redact(
+            f"{run_dir} was run with {flag} {saved or '(none)'}, this command line "
+            f"gives {given or '(none)'}; resume with: {resume_command(run_dir, manifest)}"
+        )
+    return None
+
+
+def _int_at_least(value: Any, low: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= low
+
+
+def _number_in(
+    value: Any, low: float, high: float | None = None, *, open_low: bool = False
+) -> bool:
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or value != value:
+        return False
+    if value < low or (open_low and value == low):
+        return False
+    return high is None or value <= high
+
+
+def settings_problem(cfg: RunConfig) -> str | None:
+    """A one-line problem with ``cfg``'s numbers and choices, or ``None``."""
+    checks: list[tuple[str, Any, bool, str]] = [
+        ("--limit", cfg.limit, cfg.limit is None or _int_at_least(cfg.limit, 1), "at least 1"),
+        ("--sample", cfg.sample, cfg.sample is None or _int_at_least(cfg.sample, 1), "at least 1"),
+        (
+            "--concurrency",
+            cfg.concurrency,
+            cfg.concurrency is None or _int_at_least(cfg.concurrency, 1),
+            "at least 1",
+        ),
+        ("--repeats", cfg.repeats, _int_at_least(cfg.repeats, 1), "at least 1"),
+        ("--timeout", cfg.timeout, _number_in(cfg.timeout, 0.0, open_low=True), "above 0 seconds"),
+        ("--retries", cfg.retries, _int_at_least(cfg.retries, 0), "0 or more"),
+        ("--retry-delay", cfg.retry_base_delay, _number_in(cfg.retry_base_delay, 0.0), "0 or more"),
+        (
+            "--max-error-rate",
+            cfg.max_error_rate,
+            _number_in(cfg.max_error_rate, 0.0, 1.0),
+            "between 0 and 1",
+        ),
+        ("--temperature", cfg.temperature, _number_in(cfg.temperature, 0.0), "0 or more"),
+    ]
+    for flag, value, ok, rule in checks:
+        if not ok:
+            return f"{flag} must be {rule} (got {value!r})"
+    if cfg.pass_k is not None and not (_int_at_least(cfg.pass_k, 1) and cfg.pass_k <= cfg.repeats):
+        return f"--pass-k must be between 1 and --repeats ({cfg.repeats}) (got {cfg.pass_k!r})"
+    if cfg.matcher not in MATCHERS:
+        return f"--matcher must be one of {', '.join(MATCHERS)} (got {cfg.matcher!r})"
+    for key in ("filter", "suite", "variant"):
+        value = getattr(cfg, key)
+        if value is not None and not isinstance(value, str):
+            return f"--{key} must be text (got {value!r})"
+    return None
+
+
+def folder_problem(run_dir: Path, dataset_dirs: list[Path]) -> str | None:
+    """Why ``run_dir`` may not hold a run: it lies in a folder of dataset files."""
+    where = run_dir.resolve()
+    for folder in dataset_dirs:
+        base = folder.resolve()
+        if where == base or base in where.parents:
+            return (
+                f"{run_dir}: is inside the dataset folder {folder}; a run folder there "
+                "would be read as part of the suite. Choose --out elsewhere"
+            )
+    return None

@@ -1,0 +1,203 @@
+"""The runs the ``run`` command starts: one run with its perturbed runs, or a matrix.
+
+A matrix runs every case under every (model, variant) combination, one sub-folder each,
+all sharing the answer cache; then compares each combination with the first (paired
+tests, McNemar's p Holm-corrected across the comparisons) and writes ``matrix.md``,
+``matrix.json`` and one comparison page per combination.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from hy_eval.harness.datasets._schema import Suite
+from hy_eval.harness.run._plan import REPORTS_DIR, RunError
+from hy_eval.harness.run._runner import RunConfig, Runner
+from hy_eval.llm import ModelSpec
+
+
+def run_suite(
+    config: RunConfig,
+    perturbations: Sequence[str] = (),
+    seed: int = 0,
+    *,
+    suite: Suite | None = None,
+) -> tuple[Path, dict[str, Any], int]:
+    """One run and, with ``perturbations``, a run per perturbation under
+    ``RUN/perturb/<name>/`` (issue 20). ``suite``: ``config.suite`` already loaded (it is
+    then not loaded again). Returns the run folder, its summary and the exit code; raises
+    ``RunError``."""
+    if not perturbations:
+        return Runner(config, suite).run()
+    from hy_eval.harness.run._perturbed import run_with_perturbations
+
+    return run_with_perturbations(config, list(perturbations), seed)
+
+
+@dataclass(frozen=True)
+class MatrixEntry:
+    """One finished combination."""
+
+    #: ``<provider>[_<model>]--<variant>``, also its sub-folder's name.
+    name: str
+    run_dir: Path
+    summary: dict[str, Any]
+    #: The run's exit code (0, or 3 for provider errors above the tolerance).
+    code: int
+
+
+@dataclass
+class MatrixResult:
+    """What :func:`run_matrix` made."""
+
+    root: Path
+    entries: list[MatrixEntry]
+    #: Each combination after the first compared with the first (``compare`` results).
+    comparisons: list[dict[str, Any]] = field(default_factory=list)
+    #: The metric table and the comparisons, as written at the top of ``matrix.md``.
+    text: str = ""
+
+    @property
+    def code(self) -> int:
+        """The worst exit code of the runs."""
+        return max((e.code for e in self.entries), default=0)
+
+    @property
+    def report(self) -> Path:
+        return self.root / "matrix.md"
+
+
+def combination_name(spec: ModelSpec, variant: str) -> str:
+    return f"{str(spec).replace(':', '_').replace('/', '_')}--{variant}"
+
+
+def default_matrix_root(suite: str) -> Path:
+    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    return REPORTS_DIR / f"{stamp}-{suite}-matrix"
+
+
+def run_matrix(
+    base: RunConfig,
+    models: Sequence[ModelSpec],
+    variants: Sequence[str],
+    root: Path | None = None,
+    *,
+    perturbations: Sequence[str] = (),
+    seed: int = 0,
+    on_run: Callable[[MatrixEntry], None] | None = None,
+) -> MatrixResult:
+    """Run ``base`` under each model and variant (models outer), call ``on_run`` after
+    each, then compare and write the matrix files under ``root``. A model of another
+    provider than ``base``'s drops ``base``'s URL; a spec without a model keeps
+    ``base``'s. Raises ``RunError`` naming the combination that failed."""
+    if not models or not variants:
+        raise RunError("a matrix run needs at least one model and one variant")
+    root = root or default_matrix_root(base.suite)
+    result = MatrixResult(root, [])
+    for spec in models:
+        for variant in variants:
+            name = combination_name(spec, variant)
+            config = replace(
+                base,
+                provider=spec.provider,
+                model=spec.model or base.model,
+                base_url=base.base_url if spec.provider == base.provider else None,
+                variant=variant,
+                out=str(root / name),
+            )
+            try:
+                run_dir, summary, code = run_suite(config, perturbations, seed)
+            except RunError as exc:
+                raise RunError(f"{name}: {exc}", exc.exit_code) from None
+            entry = MatrixEntry(name, run_dir, summary, code)
+            result.entries.append(entry)
+            if on_run is not None:
+                on_run(entry)
+    _compare_all(result)
+    _write_matrix(result)
+    return result
+
+
+def _compare_all(result: MatrixResult) -> None:
+    from hy_eval.harness.analysis._compare import compare, holm, run_outcomes
+
+    base = run_outcomes(result.entries[0].run_dir)
+    comparisons = [compare(base, run_outcomes(e.run_dir)) for e in result.entries[1:]]
+    if len(comparisons) > 1:
+        p_values = [c["mcnemar"]["p_value"] for c in comparisons]
+        for c, p in zip(comparisons, holm(p_values), strict=True):
+            c["p_holm"] = p
+    result.comparisons = comparisons
+
+
+def metric_table(entries: Sequence[MatrixEntry]) -> list[str]:
+    """A Markdown table: one row per metric and tokens per case, one column per run."""
+    from hy_eval.harness.scoring._score import METRICS
+
+    lines = [
+        "| metric | " + " | ".join(e.name for e in entries) + " |",
+        "|---" * (len(entries) + 1) + "|",
+    ]
+    for metric in METRICS:
+        values = [e.summary["metrics"][metric]["value"] for e in entries]
+        cells = ["n/a" if v is None else f"{v:.3f}" for v in values]
+        lines.append(f"| {metric} | " + " | ".join(cells) + " |")
+    tokens = [f"{_tokens_per_case(e.summary):.0f}" for e in entries]
+    lines.append("| tokens per case | " + " | ".join(tokens) + " |")
+    return lines
+
+
+def _tokens_per_case(summary: dict[str, Any]) -> float:
+    tokens = summary["tokens"]["input"] + summary["tokens"]["output"]
+    return float(tokens / max(1, summary["cases"]))
+
+
+def flipped_sections(result: MatrixResult) -> list[str]:
+    """Per comparison, the cases whose pass/fail flipped, linked to both reports."""
+    first = result.entries[0].name
+    lines: list[str] = []
+    for entry, comparison in zip(result.entries[1:], result.comparisons, strict=True):
+        lines.append(f"\n### Flipped cases: {entry.name} against {first}\n")
+        lines.append(
+            f"Side by side, with a fact-level diff: "
+            f"[compare-{entry.name}.html](compare-{entry.name}.html)\n"
+        )
+        lines.append("| case | change | drill-down | what changed |\n|---|---|---|---|")
+        for f in comparison["flipped"]:
+            links = f"[A]({first}/report.html#{f['id']}) / [B]({entry.name}/report.html#{f['id']})"
+            changed = ", ".join(sorted(f["diff"])) or "-"
+            lines.append(f"| {f['id']} | {f['change']} | {links} | {changed} |")
+    return lines
+
+
+def _write_matrix(result: MatrixResult) -> None:
+    from hy_eval.harness.analysis._compare import comparison_text
+    from hy_eval.harness.report._compare_page import write_compare_page
+
+    result.text = (
+        "\n".join(metric_table(result.entries))
+        + "\n\n"
+        + "\n\n".join("```\n" + comparison_text(c) + "\n```" for c in result.comparisons)
+    )
+    root = result.root
+    flips = "\n".join(flipped_sections(result))
+    (root / "matrix.md").write_text(result.text + "\n" + flips + "\n", encoding="utf-8")
+    first = result.entries[0].run_dir
+    for entry, comparison in zip(result.entries[1:], result.comparisons, strict=True):
+        write_compare_page(root / f"compare-{entry.name}.html", comparison, first, entry.run_dir)
+    (root / "matrix.json").write_text(
+        json.dumps(
+            {
+                "combinations": [e.name for e in result.entries],
+                "comparisons": result.comparisons,
+            },
+            ensure_ascii=False,
+            indent=1,
+        ),
+        encoding="utf-8",
+    )

@@ -1,0 +1,477 @@
+"""Running a suite: every case through the real pipeline, one record per case appended to
+``cases.jsonl`` as it finishes (rule E2), then the summary and reports.
+
+A run is a folder. ``manifest.json`` says what ran; ``cases.jsonl`` grows one line per
+finished case, so a killed run keeps what it finished and ``--resume`` does the rest.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import time
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from hy_eval._exitcodes import ExitCode, InterruptedRun
+from hy_eval._redact import redact_tree
+from hy_eval._terminal import echo
+from hy_eval.harness.datasets._schema import CaseRef, DatasetError, Suite
+from hy_eval.harness.report._write import write_reports
+from hy_eval.harness.run._batch import BATCH_PRICE_FACTOR, fill_cache_by_batches
+from hy_eval.harness.run._casestep import run_case
+from hy_eval.harness.run._folder import (
+    FolderLock,
+    lock_folder,
+    model_mismatch,
+    resume_command,
+)
+from hy_eval.harness.run._plan import RunError, RunPlan, plan_run
+from hy_eval.harness.run._pool import gather_until_sigint, interrupter, tick_every_second
+from hy_eval.harness.run._progress import Progress, structured_note
+from hy_eval.harness.run._reuse import RecordCache, case_record_key, record_identity
+from hy_eval.harness.runlog._files import (
+    RECORDS_NAME,
+    RecordWriter,
+    RunManifest,
+    git_state,
+    package_versions,
+    record_key,
+    repair_records,
+    write_manifest,
+)
+from hy_eval.harness.scoring._judge import Judge, build_judge, judge_settings
+from hy_eval.llm import (
+    CacheMiss,
+    ConfigError,
+    LLMClient,
+    ModelOptions,
+    PriceTable,
+    RunStopped,
+    Usage,
+)
+from hy_eval.memory import MemoryStore, PromptLibrary
+from hy_eval.memory._prompts import PromptError
+
+
+@dataclass
+class RunConfig:
+    """What to run. The model fields carry ``ModelOptions``' names (see :meth:`of`)."""
+
+    suite: str = "multi_speaker"
+    provider: str = "local"
+    model: str | None = None
+    base_url: str | None = None
+    api_key: str | None = field(default=None, repr=False)  # never written anywhere
+    structured: str | None = None
+    variant: str = "default"
+    limit: int | None = None
+    #: Run N cases spread evenly over the (filtered) suite: a fixed subset (``spread``).
+    sample: int | None = None
+    filter: str | None = None
+    concurrency: int | None = None
+    cache_mode: str = "read-write"
+    cache_path: str = ".hy_eval/cache.sqlite"
+    out: str | None = None
+    resume: str | None = None
+    guard: bool = True
+    #: Reuse finished case records from the cache (read-write mode only; _reuse.py).
+    reuse: bool = True
+    timeout: float = 120.0
+    #: The local model's threads (``ModelOptions.threads``; not in any cache key).
+    threads: int | None = None
+    retries: int = 4
+    #: First backoff delay in seconds (doubles per retry); tests shorten it.
+    retry_base_delay: float = 0.5
+    max_error_rate: float = 0.1
+    prices: str | None = None
+    progress: bool = True
+    #: Run each case this many times (distinct cache keys per repeat).
+    repeats: int = 1
+    temperature: float = 0.0
+    #: A case passes when at least this many of its repeats pass (default: all).
+    pass_k: int | None = None
+    #: Run the suite perturbed by this perturbation (issue 20, ``_perturb.py``).
+    perturb: str | None = None
+    perturb_seed: int = 0
+    #: How predicted facts are paired with gold facts: keyword, fuzzy or judge
+    #: (``_matching.py``, docs/metrics.md "Matchers").
+    matcher: str = "strict"
+    #: The judge's model, when ``matcher`` is judge (``None``: the pipeline's).
+    judge_provider: str | None = None
+    judge_model: str | None = None
+    judge_base_url: str | None = None
+    #: The prompt variant whose ``judge.<lang>.j2`` the judge uses.
+    judge_variant: str = "default"
+    #: Fetch the answers through the vendor's batch endpoints first (``_batchrun.py``).
+    batch: bool = False
+    #: Seconds between two polls of the batches.
+    batch_poll_interval: float = 30.0
+    #: On Ctrl-C cancel the remote batches (default: leave them running, resumable).
+    batch_cancel_on_interrupt: bool = False
+
+    @classmethod
+    def of(cls, options: ModelOptions, **settings: Any) -> RunConfig:
+        """A config asking the model that ``options`` describe; ``settings`` the rest."""
+        return cls(**{f.name: getattr(options, f.name) for f in fields(ModelOptions)}, **settings)
+
+    def model_options(self) -> ModelOptions:
+        """The model this run asks (after a resume has taken the saved settings)."""
+        return ModelOptions(**{f.name: getattr(self, f.name) for f in fields(ModelOptions)})
+
+    def params(self) -> dict[str, Any]:
+        d = {k: v for k, v in self.__dict__.items() if k not in ("api_key", "progress")}
+        return redact_tree(d)
+
+
+class Runner:
+    """Runs (or resumes) one suite with one model and writes its run folder and reports.
+    ``suite``, when given, is the suite ``config.suite`` names, already loaded."""
+
+    def __init__(self, config: RunConfig, suite: Suite | None = None) -> None:
+        self.config = config
+        self._suite = suite
+        self._folder_lock: FolderLock | None = None
+        self.llm: LLMClient | None = None
+        #: The judge of a ``--matcher judge`` run (its client may be the pipeline's).
+        self.judge: Judge | None = None
+        self._reuse: RecordCache | None = None
+        self._reuse_read = False
+        self._identity = ""
+        #: Case records taken whole from the result cache in this run.
+        self.records_reused = 0
+        #: With ``--batch``: the run folder's batch totals (``calls.batch``).
+        self.batch_totals: dict[str, int] | None = None
+
+    # -- setting up ------------------------------------------------------------------
+
+    def _build_client(self) -> LLMClient:
+        cfg = self.config
+        try:
+            return cfg.model_options().client()
+        except ConfigError as exc:
+            raise RunError(str(exc)) from None
+
+    def _client(self, plan: RunPlan) -> LLMClient:
+        """The model client; on a resume, only the model the run was started with."""
+        previous, cfg = plan.previous, self.config
+        if previous is not None and previous.provider != cfg.provider:
+            # Refused before a provider is made: a key is never sent to the manifest's URL.
+            mismatch = model_mismatch(
+                plan.run_dir, previous, cfg.provider, cfg.model or "default", ""
+            )
+            raise RunError(str(mismatch))
+        llm = self._build_client()
+        self.llm = llm
+        if previous is not None:
+            p = llm.provider
+            problem = model_mismatch(plan.run_dir, previous, p.name, p.model, p.base_url)
+            if problem:
+                raise RunError(problem)
+        return llm
+
+    def _manifest(self, plan: RunPlan, llm: LLMClient) -> RunManifest:
+        now = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+        previous = plan.previous
+        manifest = {
+            "suite": plan.suite.name,
+            "dataset_files": [str(f) for f in plan.suite.files],
+            "dataset_hash": plan.suite.hash,
+            "prompt_hashes": plan.prompts.file_hashes(),
+            "provider": llm.provider.name,
+            "model": llm.provider.model,
+            "base_url": llm.provider.base_url or None,
+            # The openai provider's structured-output mode and how it was chosen (issue 22).
+            "structured_output": getattr(llm.provider, "structured_choice", None),
+            "params": self.config.params(),
+            "git": git_state(),
+            "packages": package_versions(),
+            "started": previous.started if previous and previous.started else now,
+            "resumed": [*previous.resumed, now] if previous else [],
+            "finished": None,
+        }
+        # Redacted: a URL with credentials, for one.
+        return RunManifest.model_validate(redact_tree(manifest))
+
+    def _open_folder(self, run_dir: Path, manifest: RunManifest) -> None:
+        """Make and lock the run folder and write its manifest."""
+        run_dir.mkdir(parents=True, exist_ok=True)
+        self._folder_lock, problem = lock_folder(run_dir)
+        if self._folder_lock is None:
+            raise RunError(str(problem))
+        if not self.config.resume and (run_dir / RECORDS_NAME).exists():
+            # Checked again under the lock: a run that started with this one may have
+            # finished in between.
+            raise RunError(f"{run_dir}: already holds a run; use --resume {run_dir}")
+        write_manifest(run_dir, manifest)
+
+    def _open_reuse(
+        self, plan: RunPlan, llm: LLMClient, prices: PriceTable, manifest: RunManifest
+    ) -> None:
+        """The result cache and this run's record identity (see ``_reuse.py``)."""
+        cfg = self.config
+        reuse = RecordCache(cfg.cache_path) if cfg.cache_mode in ("read-write", "refresh") else None
+        settings = {k: getattr(cfg, k) for k in ("variant", "guard", "temperature", "structured")}
+        if cfg.matcher != "keyword":  # a keyword run's records keep their old identity
+            settings["matcher"] = cfg.matcher
+            if self.judge is not None:
+                settings["judge"] = self.judge.identity()
+        self._identity = record_identity(
+            settings,
+            plan.prompts.file_hashes(),
+            {
+                "provider": llm.provider.name,
+                "model": llm.provider.model,
+                "base_url": llm.provider.base_url or None,
+                "options": llm.options,
+            },
+            prices.cost(llm.provider.model, Usage(1_000_000, 1_000_000)),
+            manifest.packages,
+        )
+        self._reuse = reuse
+        self._reuse_read = cfg.cache_mode == "read-write" and cfg.reuse
+        self.records_reused = 0
+
+    # -- running ---------------------------------------------------------------------
+
+    def run(self) -> tuple[Path, dict[str, Any], ExitCode]:
+        """Run (or resume) and report. Returns the run folder, the summary and the exit
+        code (0 ok, 3 provider errors above the tolerance, 4 a replay-only cache miss)."""
+        self._folder_lock = None
+        try:
+            return self._run()
+        finally:
+            if self._folder_lock is not None:
+                self._folder_lock.release()
+
+    def _run(self) -> tuple[Path, dict[str, Any], ExitCode]:
+        cfg = self.config
+        plan = plan_run(self.config, self._suite)
+        llm = self._client(plan)
+        try:
+            prices = PriceTable.load(cfg.prices)
+            if cfg.batch:
+                prices = prices.scaled(BATCH_PRICE_FACTOR)  # the batch price: half
+        except ConfigError as exc:
+            raise RunError(str(exc)) from None
+        self.judge = None
+        if cfg.matcher == "judge":
+            try:
+                self.judge = build_judge(cfg.model_options(), llm, judge_settings(cfg))
+            except (ConfigError, PromptError) as exc:
+                raise RunError(f"judge: {exc}") from None
+        manifest = self._manifest(plan, llm)
+        self._open_folder(plan.run_dir, manifest)
+        self._open_reuse(plan, llm, prices, manifest)
+        records = plan.run_dir / RECORDS_NAME
+        done = repair_records(records)
+        # Case id -> repeats still to run. Cases themselves are parsed one at a time later.
+        todo: dict[str, list[int]] = {}
+        for ref in plan.cases:
+            pending = [r for r in range(cfg.repeats) if record_key(ref.id, r) not in done]
+            if pending:
+                todo[ref.id] = pending
+        self._announce(plan, llm, len(done))
+        if cfg.batch and todo:
+            resume = resume_command(plan.run_dir, manifest)
+            self.batch_totals = fill_cache_by_batches(cfg, plan, todo, resume, llm)
+        summary = self._execute(plan, todo, llm, prices, manifest, len(done))
+        manifest.finished = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+        write_manifest(plan.run_dir, manifest)
+        error_rate = summary["metrics"]["error_rate"]["value"] or 0.0
+        code = ExitCode.PROVIDER if error_rate > cfg.max_error_rate else ExitCode.OK
+        return plan.run_dir, summary, code
+
+    def _announce(self, plan: RunPlan, llm: LLMClient, done: int) -> None:
+        cfg = self.config
+        repeats = (
+            f", {cfg.repeats} repeats at temperature {cfg.temperature:g}" if cfg.repeats > 1 else ""
+        )
+        if cfg.perturb:
+            repeats = f", perturbation {cfg.perturb} (seed {cfg.perturb_seed})" + repeats
+        echo(
+            f"hy-eval: {plan.suite.name}: {len(plan.cases)} cases ({done} already done), "
+            f"provider {llm.provider.name}, model {llm.provider.model}, variant {cfg.variant}, "
+            f"cache {cfg.cache_mode}" + structured_note(llm) + repeats,
+            err=True,
+        )
+
+    def _execute(
+        self,
+        plan: RunPlan,
+        todo: dict[str, list[int]],
+        llm: LLMClient,
+        prices: PriceTable,
+        manifest: RunManifest,
+        done: int,
+    ) -> dict[str, Any]:
+        """Run the cases still to do, then write the reports; return the summary. A
+        replay-only cache miss, a bad dataset line or a stopped model is a ``RunError``
+        naming what was kept and how to resume."""
+        cfg = self.config
+        records = plan.run_dir / RECORDS_NAME
+        saved = manifest.model_dump(mode="json")
+        resume = resume_command(plan.run_dir, manifest)
+        started = time.perf_counter()
+        miss: CacheMiss | None = None
+        try:
+            try:
+                asyncio.run(
+                    self._run_cases(plan.suite, todo, llm, plan.prompts, prices, records, done)
+                )
+            except CacheMiss as exc:
+                miss = exc
+            except DatasetError as exc:
+                raise RunError(
+                    "dataset error: " + "; ".join(exc.problems[:5]) + f" (finished cases are "
+                    f"kept in {records}; resume with {resume})"
+                ) from None
+            except RunStopped as exc:
+                # A native crash of the model library, or a server refusing every call the
+                # same way (issue 22): the finished cases are on disk.
+                kept = len(repair_records(records))
+                raise RunError(
+                    f"{exc.describe()}; {kept} case{'' if kept == 1 else 's'} kept in {records}"
+                    + (f"; finish with {resume}" if exc.resumable else ""),
+                    exit_code=ExitCode.PROVIDER,
+                ) from None
+            stats = {**llm.stats.as_dict(), "records_reused": self.records_reused}
+            if self.judge is not None and self.judge.llm is not llm:
+                stats["judge_calls"] = self.judge.llm.stats.as_dict()
+            if self.batch_totals is not None:
+                stats["batch"] = self.batch_totals
+            wall = time.perf_counter() - started
+            summary = write_reports(
+                plan.run_dir, saved, stats, wall, {c.id for c in plan.cases}, pass_k=cfg.pass_k
+            )
+        except KeyboardInterrupt as exc:
+            # Said once: a Ctrl-C caught by the run's handler has printed "interrupted".
+            told = isinstance(exc, InterruptedRun)
+            echo(
+                ("hy-eval: " if told else "\nhy-eval: interrupted; ")
+                + f"finished cases are kept in {records}. Resume with: {resume} "
+                f"(or write their reports now: hy-eval report {plan.run_dir})",
+                err=True,
+            )
+            raise InterruptedRun from None
+        finally:
+            if self._reuse is not None:
+                self._reuse.close()
+        if miss is not None:
+            raise RunError(str(miss), exit_code=ExitCode.CACHE_MISS)
+        return summary
+
+    async def _run_cases(
+        self,
+        suite: Suite,
+        todo: dict[str, list[int]],
+        llm: LLMClient,
+        prompts: PromptLibrary,
+        prices: PriceTable,
+        records: Path,
+        already: int,
+    ) -> None:
+        """Run every (case, repeat) of ``todo`` with a pool of workers, appending each
+        record to ``cases.jsonl`` as it finishes. SIGINT stops the pool; the records
+        written so far are kept."""
+        total = sum(len(r) for r in todo.values())
+        workers = max(1, min(llm.concurrency, total))
+        progress = Progress(
+            total + already, already, llm, enabled=self.config.progress, concurrency=workers
+        )
+        # Bounded: cases are parsed as workers need them, so memory does not grow with
+        # the suite. None tells a worker to stop.
+        queue: asyncio.Queue[tuple[CaseRef, str, int] | None] = asyncio.Queue(maxsize=2 * workers)
+        writer = RecordWriter(records)
+        stop = asyncio.Event()
+        clients = [llm]
+        if self.judge is not None and self.judge.llm is not llm:
+            clients.append(self.judge.llm)
+
+        async def produce() -> None:
+            for ref, text in suite.iter_lines(set(todo)):
+                for repeat in todo[ref.id]:
+                    await queue.put((ref, text, repeat))
+            for _ in range(workers):
+                await queue.put(None)
+
+        async def worker() -> None:
+            store = MemoryStore()
+            while not stop.is_set():
+                item = await queue.get()
+                if item is None or stop.is_set():
+                    return
+                ref, _, repeat = item
+                label = ref.id if self.config.repeats == 1 else f"{ref.id} repeat {repeat}"
+                progress.start(label)
+                progress.draw()
+                reused = self.records_reused
+                try:
+                    line, error = await self._case_line(suite, item, llm, prompts, prices, store)
+                except RunStopped:
+                    if stop.is_set():  # interrupted: no record, a resume runs the case
+                        return
+                    raise
+                writer.write_line(line)
+                progress.finish(label, error, reused=self.records_reused > reused)
+                progress.draw()
+
+        tasks = [asyncio.create_task(worker()) for _ in range(workers)]
+        producer = asyncio.create_task(produce())
+        tasks.append(producer)
+
+        ticker = asyncio.create_task(tick_every_second(progress)) if progress.tty else None
+        try:
+            interrupt = interrupter(producer, queue, workers, clients)
+            await gather_until_sigint(tasks, stop, interrupt)
+        finally:
+            if ticker is not None:
+                ticker.cancel()
+            writer.close()
+            progress.close()
+            for client in clients:
+                await client.aclose()
+        if stop.is_set():
+            raise InterruptedRun  # the handler said so; _execute says what is kept
+
+    async def _case_line(
+        self,
+        suite: Suite,
+        item: tuple[CaseRef, str, int],
+        llm: LLMClient,
+        prompts: PromptLibrary,
+        prices: PriceTable,
+        store: MemoryStore,
+    ) -> tuple[str, bool]:
+        """One case's record line, and whether it is a provider error: the line of an
+        earlier run with the same inputs (from the result cache, byte for byte), or the
+        line of the case run now."""
+        ref, text, repeat = item
+        cfg = self.config
+        # Keyed by the case's line as written: any edit to it runs it again.
+        key = case_record_key(self._identity, text, repeat)
+        reuse = self._reuse
+        line = reuse.get_record(key) if reuse is not None and self._reuse_read else None
+        if line is not None:
+            self.records_reused += 1
+            return line, False  # only records without a provider error are kept
+        case = suite.parse_case(ref, text)
+        record = await run_case(
+            case,
+            llm,
+            prompts,
+            prices,
+            cfg.guard,
+            repeat=repeat,
+            temperature=cfg.temperature,
+            store=store,
+            matcher=cfg.matcher,
+            judge=self.judge,
+        )
+        store.clear()
+        line = record.to_line()  # redacted once, before cases.jsonl and the cache
+        error = record.status == "error"
+        if reuse is not None and not error:
+            reuse.put_record(key, line)
+        return line, error

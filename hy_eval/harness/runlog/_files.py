@@ -1,0 +1,335 @@
+"""The on-disk form of a run (rule E2): the one module that writes and reads a run folder.
+
+A run is a folder. ``manifest.json`` (a :class:`RunManifest`) says what ran;
+``cases.jsonl`` grows one :class:`CaseRecord` per line as each case finishes, so a killed
+run keeps what it finished and ``--resume`` does the rest. A torn last line (a write cut
+by a kill) is not a record: readers skip it and :func:`repair_records` drops it.
+
+The runner writes through :class:`RecordWriter` and :func:`write_manifest`; report,
+compare, gate, bless, the pages and the DataFrame read through :func:`read_run` (or
+:func:`read_records` for the records alone). Both models allow fields they do not name,
+so a folder written by a newer version still reads; ``schema_version`` in the manifest
+says which form the folder's files have.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from hy_eval._redact import redact
+
+#: The form of ``manifest.json`` and ``cases.jsonl`` this code writes. A folder without
+#: the field was written before it existed and has the same form as version 1.
+SCHEMA_VERSION = 1
+
+MANIFEST_NAME = "manifest.json"
+RECORDS_NAME = "cases.jsonl"
+
+
+#: Packages whose versions a manifest records (they shape prompts, requests, parsing).
+PACKAGES = (
+    "hy_eval",
+    "openai",
+    "anthropic",
+    "llama_cpp_python",
+    "jinja2",
+    "pydantic",
+    "pandas",
+    "numpy",
+    "matplotlib",
+)
+
+
+class RunFolderError(ValueError):
+    """A folder that is not a readable run folder (no manifest, or no ``cases.jsonl``)."""
+
+
+class RunManifest(BaseModel):
+    """``manifest.json``: what a run ran, with what, and when."""
+
+    model_config = ConfigDict(extra="allow")
+
+    schema_version: int = Field(SCHEMA_VERSION, description="Form of the folder's files.")
+    suite: str = Field(description="Suite name (the folder name under datasets/).")
+    dataset_files: list[str] = Field(default_factory=list, description="The suite's files.")
+    dataset_hash: str = Field("", description="SHA-256 over the suite's file names and bytes.")
+    prompt_hashes: dict[str, str] = Field(
+        default_factory=dict, description="SHA-256 of each prompt file the variant uses."
+    )
+    provider: str = Field(description="Provider name (local, openai, anthropic, ...).")
+    model: str = Field(description="Model name as the provider reports it.")
+    base_url: str | None = Field(None, description="Endpoint, credentials redacted.")
+    structured_output: dict[str, Any] | None = Field(
+        None, description="The openai provider's structured-output mode and how it was chosen."
+    )
+    params: dict[str, Any] = Field(
+        default_factory=dict, description="The run's settings (RunConfig.params(), no key)."
+    )
+    git: dict[str, Any] = Field(
+        default_factory=dict, description="Commit and dirty flag of the code that ran."
+    )
+    packages: dict[str, str | None] = Field(
+        default_factory=dict, description="Versions of Python and the libraries."
+    )
+    started: str | None = Field(None, description="UTC start time, ISO 8601.")
+    resumed: list[str] = Field(default_factory=list, description="UTC time of each resume.")
+    finished: str | None = Field(None, description="UTC end time; None while running.")
+
+    @property
+    def label(self) -> str:
+        """``provider:model/variant``, as comparisons name a run."""
+        return f"{self.provider}:{self.model}/{self.params.get('variant')}"
+
+
+class CaseRecord(BaseModel):
+    """One line of ``cases.jsonl``: one case (and repeat) as run, with its score.
+
+    A case that failed with a provider or internal error has ``status="error"`` and
+    none of the fields from ``rendered`` to ``cost_usd``; those are left out of its line.
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    id: str = Field(description="Case id.")
+    repeat: int = Field(0, description="Repeat index (0 without --repeats).")
+    lang: str = Field("", description="Case language (en, zh).")
+    rules: list[str] = Field(default_factory=list, description="Spec rule ids the case tests.")
+    tags: list[str] = Field(default_factory=list, description="Case tags.")
+    input: dict[str, Any] = Field(
+        default_factory=dict,
+        description="messages, system, history, existing (and aliases) as in the dataset.",
+    )
+    expect: dict[str, Any] = Field(default_factory=dict, description="The case's gold.")
+    status: str = Field("ok", description="ok, or error (provider or internal error).")
+    error: str | None = Field(None, description="The error of an error case.")
+    rendered: str | None = Field(None, description="The conversation as the prompt shows it.")
+    stages: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description="extract (and reconcile): template, prompt, raw answer, tokens, timing.",
+    )
+    facts: list[dict[str, Any]] = Field(default_factory=list, description="Extracted facts.")
+    basic_info: dict[str, Any] | None = Field(None, description="Extracted profile fields.")
+    profile_issues: list[Any] = Field(default_factory=list, description="Profile problems.")
+    operations: dict[str, list[dict[str, Any]]] = Field(
+        default_factory=dict, description="Reconcile operations: raw and applied."
+    )
+    guard_events: list[dict[str, Any]] = Field(
+        default_factory=list, description="Operations the guard changed (R2)."
+    )
+    guard_undecided: int = Field(
+        0, description="Guard events where a subject could not be told (issue 15)."
+    )
+    fallback: str | None = Field(None, description="Why the R3 fallback ran, if it did.")
+    store_after: dict[str, Any] | None = Field(None, description="The user's store after.")
+    existing_ids: dict[str, int] = Field(
+        default_factory=dict, description="Case memory id (m1) -> database id."
+    )
+    warnings: list[Any] = Field(default_factory=list, description="Pipeline warnings.")
+    truncated: dict[str, int] = Field(
+        default_factory=dict, description="What was cut to the schemas' limits, by kind."
+    )
+    round_trips: int | None = Field(None, description="Model calls the add made.")
+    tokens: dict[str, int] = Field(
+        default_factory=dict, description="input and output tokens of the case."
+    )
+    cost_usd: float | int | None = Field(
+        None, description="Cost by the price table; None: unknown."
+    )
+    latency_s: float | None = Field(None, description="Seconds the add and scoring took.")
+    score: dict[str, Any] = Field(
+        default_factory=dict,
+        description="CaseScore.as_dict(): passed, checks, counts (metric -> [num, den]), ...",
+    )
+
+    @property
+    def key(self) -> str:
+        """The record's identity: the case id and the repeat index."""
+        return record_key(self.id, self.repeat)
+
+    @property
+    def passed(self) -> bool:
+        return bool(self.score.get("passed"))
+
+    def counts(self) -> dict[str, tuple[float, float]]:
+        """Metric -> (numerator, denominator) of this record."""
+        return {m: (float(n), float(d)) for m, (n, d) in self.score.get("counts", {}).items()}
+
+    def to_line(self) -> str:
+        """The record as one redacted JSON line: only the fields that were set, in the
+        order of the model (an error record has no pipeline fields)."""
+        # The field values as they are: model_dump would copy every nested container.
+        data = {k: getattr(self, k) for k in type(self).model_fields if k in self.model_fields_set}
+        data.update(self.model_extra or {})
+        return redact(json.dumps(data, ensure_ascii=False)) + "\n"
+
+
+def record_key(case_id: str, repeat: int) -> str:
+    """A record's identity: the case id, and the repeat index."""
+    return f"{case_id}#{repeat}"
+
+
+def _complete_lines(path: Path) -> Iterator[str]:
+    """Each complete line of ``path``; a torn last line (a killed run) ends the file."""
+    if not path.exists():
+        return
+    with path.open(encoding="utf-8") as fh:
+        for line in fh:
+            if not line.endswith("\n"):
+                return  # torn write: the case will be redone
+            yield line
+
+
+def read_records(path: Path) -> Iterator[CaseRecord]:
+    """The complete records of a ``cases.jsonl``, in file order."""
+    for line in _complete_lines(path):
+        yield CaseRecord.model_validate_json(line)
+
+
+def read_record_dicts(path: Path) -> Iterator[dict[str, Any]]:
+    """The complete records of a ``cases.jsonl`` as plain JSON data, in file order."""
+    for line in _complete_lines(path):
+        yield json.loads(line)
+
+
+def repair_records(path: Path) -> set[str]:
+    """Drop a torn last line, unreadable lines and duplicate records; return the keys of
+    the finished ones. The file is rewritten only when something was dropped."""
+    if not path.exists():
+        return set()
+    seen: set[str] = set()
+    keep: list[str] = []
+    total = 0
+    for line in _complete_lines(path):
+        total += 1
+        try:
+            data = json.loads(line)
+            key = record_key(data["id"], data.get("repeat", 0))
+        except (ValueError, KeyError, TypeError):
+            continue
+        if key not in seen:
+            seen.add(key)
+            keep.append(line)
+    if len(keep) != total or path.stat().st_size != sum(len(x.encode()) for x in keep):
+        tmp = path.with_suffix(".jsonl.tmp")
+        tmp.write_text("".join(keep), encoding="utf-8")
+        os.replace(tmp, path)
+    return seen
+
+
+class RecordWriter:
+    """Appends finished records to ``cases.jsonl``, each line flushed as it is written."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fh: TextIO = path.open("a", encoding="utf-8")
+
+    def write_line(self, line: str) -> None:
+        """Append one record line as it is (a line reused from the cache, byte for byte)."""
+        self._fh.write(line)
+        self._fh.flush()
+
+    def close(self) -> None:
+        self._fh.close()
+
+
+def write_json(path: Path, data: Any) -> None:
+    """Write ``data`` as redacted, indented JSON through a temporary file and a rename."""
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(redact(json.dumps(data, ensure_ascii=False, indent=2)) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def write_manifest(run_dir: Path, manifest: RunManifest) -> None:
+    write_json(run_dir / MANIFEST_NAME, manifest.model_dump(mode="json"))
+
+
+def read_manifest(run_dir: Path) -> RunManifest:
+    """The manifest of ``run_dir``; ``RunFolderError`` with a one-line reason if there is
+    none or it is not a manifest."""
+    path = run_dir / MANIFEST_NAME
+    if not path.is_file():
+        raise RunFolderError(f"{run_dir}: not a run folder (no {MANIFEST_NAME})")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, RecursionError) as exc:
+        raise RunFolderError(f"{path}: not a readable manifest ({type(exc).__name__})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("params"), dict):
+        raise RunFolderError(f"{path}: not a run manifest (no 'params' object)")
+    try:
+        return RunManifest.model_validate(data)
+    except ValidationError as exc:
+        where = ".".join(str(p) for p in exc.errors()[0]["loc"])
+        raise RunFolderError(f"{path}: not a run manifest ({where})") from None
+
+
+@dataclass(frozen=True)
+class RunLog:
+    """A run folder as read: its manifest, and its records read on demand."""
+
+    folder: Path
+    manifest: RunManifest
+
+    @property
+    def records_path(self) -> Path:
+        return self.folder / RECORDS_NAME
+
+    def records(self) -> Iterator[CaseRecord]:
+        """The finished records, in the order they finished."""
+        return read_records(self.records_path)
+
+    def read_json(self, name: str) -> Any | None:
+        """Another JSON file of the folder (``summary.json``, ``perturb.json``), or None."""
+        path = self.folder / name
+        if not path.is_file():
+            return None
+        return json.loads(path.read_text(encoding="utf-8"))
+
+
+def read_run(run_dir: str | Path) -> RunLog:
+    """The run in ``run_dir``; ``RunFolderError`` when it holds none."""
+    folder = Path(run_dir)
+    return RunLog(folder, read_manifest(folder))
+
+
+# -- provenance recorded in the manifest ------------------------------------------------
+
+
+def git_state() -> dict[str, Any]:
+    root = Path(__file__).resolve().parents[3]
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=5
+        ).stdout.strip()
+        dirty = bool(
+            subprocess.run(
+                ["git", "status", "--porcelain"],
+                cwd=root,
+                capture_output=True,
+                text=True,
+                timeout=5,
+            ).stdout.strip()
+        )
+    except (OSError, subprocess.SubprocessError):
+        return {"commit": None, "dirty": None}
+    return {"commit": commit or None, "dirty": dirty if commit else None}
+
+
+def package_versions() -> dict[str, str | None]:
+    from importlib import metadata
+
+    out: dict[str, str | None] = {"python": platform.python_version()}
+    for name in PACKAGES:
+        try:
+            out[name] = metadata.version(name.replace("_", "-"))
+        except metadata.PackageNotFoundError:
+            out[name] = None
+    return out

@@ -1,0 +1,269 @@
+"""Matchers: which predicted fact, if any, states each gold fact of a case (issues 19,
+28). docs/metrics.md ("Matchers") describes each one.
+
+``strict``, the default, decides each pair by ``_strict.decide`` (keywords as words,
+content agreement, agreeing cues) and assigns by agreement before subject. ``keyword`` is
+the scoring's original rule (every keyword item of the gold fact anywhere in the
+prediction), assigned exactly: the most pairs, then the best subject and owner; ``fuzzy`` is
+``_matchers.match_fuzzy``; ``judge`` assigns from an LLM judge's verdicts on each (gold,
+predicted) pair (``_judge.py`` asks for them). Subject and owner are scored on the
+matched pair afterwards, whatever the matcher.
+
+A matcher gets the case's gold facts, the predicted texts and ``rank(g, p)``: 0 when
+prediction ``p`` has gold fact ``g``'s subject and owner, 1 the subject only, 2 neither.
+Every matcher prefers the better rank, so a prediction goes to the gold fact it is
+right for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from hy_eval.harness.datasets._expect import GoldFact
+from hy_eval.harness.datasets._keywords import contains_all, first_forms
+from hy_eval.harness.scoring._fuzzy import match_fuzzy, max_weight_assignment
+from hy_eval.harness.scoring._quality import quality_of, quality_text
+from hy_eval.harness.scoring._strict import AGREEMENT_THRESHOLD, decide
+from hy_eval.memory import Speakers
+
+MATCHERS = ("strict", "keyword", "fuzzy", "judge")
+DEFAULT_MATCHER = "strict"
+
+#: ``rank(g, p)``: 0 right subject and owner, 1 right subject, 2 neither.
+Rank = Callable[[int, int], int]
+
+
+@dataclass(frozen=True)
+class Pick:
+    """The predicted fact a matcher gave one gold fact, and what the matcher adds to the
+    fact's check detail (nothing for ``keyword``, so its records stay as they were)."""
+
+    predicted: int | None
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The judge's answer on one (gold, predicted) pair. ``problem`` says why an answer
+    could not be used (then ``same`` is False: counted as no match, and reported)."""
+
+    same: bool
+    reason: str = ""
+    problem: str | None = None
+
+
+class Matcher(Protocol):
+    name: str
+
+    def assign(self, golds: Sequence[GoldFact], texts: Sequence[str], rank: Rank) -> list[Pick]: ...
+
+
+def gold_text(gold: GoldFact) -> str:
+    """The wording a fuzzy or judge matcher compares: the gold fact's ``text``, or its
+    keywords (each group's first form) joined when it has none."""
+    return gold.text if gold.text else " ".join(first_forms(gold.keywords))
+
+
+def speaker_words(speakers: Speakers) -> list[str]:
+    """Every form of every speaker's name: no content for the fuzzy features (the
+    subject is scored apart)."""
+    names = [*speakers.named, *([speakers.user_name] if speakers.user_name else [])]
+    return [form for name in names for form in speakers.forms_of(name)]
+
+
+def exact_assignment(hits: Sequence[Sequence[bool]], rank: Rank, count: int) -> list[int | None]:
+    """For each gold fact, the prediction (of ``count``) it is paired with, or None: pairs
+    only where ``hits[g][p]``, one-to-one, the most pairs and then the best ranks."""
+    pair_unit = 3.0 * min(len(hits), count) + 1.0  # one more pair outweighs any sum of ranks
+    weights = [
+        [pair_unit + (2 - rank(g, p)) if row[p] else 0.0 for p in range(count)]
+        for g, row in enumerate(hits)
+    ]
+    return [
+        p if p is not None and hits[g][p] else None
+        for g, p in enumerate(max_weight_assignment(weights))
+    ]
+
+
+class KeywordMatcher:
+    """A predicted fact matches a gold fact when it holds all the gold fact's keywords.
+    The assignment is one-to-one and exact: the most gold facts matched, then the best
+    ranks, so a prediction goes to the gold fact it is right for, whatever the order of
+    the gold facts or the predictions ("John sells his motorbike for the deposit" is left
+    to the gold fact that needs "motorbike" when another prediction can serve the gold
+    fact that needs only "deposit")."""
+
+    name = "keyword"
+
+    def assign(self, golds: Sequence[GoldFact], texts: Sequence[str], rank: Rank) -> list[Pick]:
+        hits = [[contains_all(t, g.keywords) for t in texts] for g in golds]
+        best: list[int | None] = []
+        for g, row in enumerate(hits):
+            ranked = [(rank(g, p), p) for p, hit in enumerate(row) if hit]
+            best.append(min(ranked)[1] if ranked else None)
+        if all(sum(column) <= 1 for column in zip(*hits, strict=True)):
+            # No prediction is wanted by two gold facts: each takes its best-ranked hit.
+            return [Pick(p) for p in best]
+        return [Pick(p) for p in exact_assignment(hits, rank, len(texts))]
+
+
+class StrictMatcher:
+    """The default matcher: ``_strict.decide`` on every pair, then one-to-one with the
+    most pairs, then the highest total agreement, and only then the best subject and
+    owner (docs/metrics.md, "`strict`")."""
+
+    name = "strict"
+
+    def __init__(self, speakers: Speakers, threshold: float = AGREEMENT_THRESHOLD) -> None:
+        self.names = tuple(sorted(set(speaker_words(speakers))))
+        self.threshold = threshold
+
+    def assign(self, golds: Sequence[GoldFact], texts: Sequence[str], rank: Rank) -> list[Pick]:
+        decisions = [
+            [decide(g.text or "", g.keywords, t, self.names, self.threshold) for t in texts]
+            for g in golds
+        ]
+        count = min(len(golds), len(texts))
+        # One more pair outweighs any sum of agreements (each at most 1); the rank bonus,
+        # all of it together below 1e-4, only breaks ties of agreement.
+        pair_unit = float(count + 1)
+        rank_unit = 1e-4 / (2.0 * (count + 1))
+        weights = [
+            [
+                pair_unit + d.agreement + (2 - rank(g, p)) * rank_unit if d.accepted else 0.0
+                for p, d in enumerate(row)
+            ]
+            for g, row in enumerate(decisions)
+        ]
+        picks = []
+        for g, p in enumerate(max_weight_assignment(weights)):
+            if p is None or not decisions[g][p].accepted:
+                picks.append(Pick(None))
+            else:
+                picks.append(Pick(p, {"agreement": round(decisions[g][p].agreement, 3)}))
+        return picks
+
+
+class FuzzyMatcher:
+    """``match_fuzzy`` with the keyword rule's hits (a pair ``keyword`` accepts is
+    accepted), the speakers' names ignored, and the rank as preference."""
+
+    name = "fuzzy"
+
+    def __init__(self, speakers: Speakers) -> None:
+        self.ignore = speaker_words(speakers)
+
+    def assign(self, golds: Sequence[GoldFact], texts: Sequence[str], rank: Rank) -> list[Pick]:
+        hits = [[contains_all(t, g.keywords) for t in texts] for g in golds]
+        prefs = [[2 - rank(g, p) for p in range(len(texts))] for g in range(len(golds))]
+        found = match_fuzzy(
+            list(texts),
+            [gold_text(g) for g in golds],
+            ignore=self.ignore,
+            keyword_hits=hits,
+            preference=prefs,
+        )
+        return [
+            Pick(m.predicted, {"similarity": round(m.score, 3), "by": m.by})
+            if m.predicted is not None
+            else Pick(None)
+            for m in found
+        ]
+
+
+class VerdictMatcher:
+    """The judge's verdicts, ``verdicts[(g, p)]``, assigned one-to-one: the most pairs
+    judged the same, then the best ranks (an exact assignment)."""
+
+    name = "judge"
+
+    def __init__(self, verdicts: Mapping[tuple[int, int], Verdict]) -> None:
+        self.verdicts = verdicts
+
+    def assign(self, golds: Sequence[GoldFact], texts: Sequence[str], rank: Rank) -> list[Pick]:
+        same = [[self._same(g, p) for p in range(len(texts))] for g in range(len(golds))]
+        picks = []
+        for g, p in enumerate(exact_assignment(same, rank, len(texts))):
+            problems = self._problems(g, len(texts))
+            if p is None:
+                picks.append(Pick(None, problems))
+            else:
+                picks.append(Pick(p, {"reason": self.verdicts[(g, p)].reason, **problems}))
+        return picks
+
+    def _same(self, g: int, p: int) -> bool:
+        verdict = self.verdicts.get((g, p))
+        return verdict is not None and verdict.same
+
+    def _problems(self, g: int, count: int) -> dict[str, Any]:
+        """The unusable answers among a gold fact's pairs (reported on its check)."""
+        bad = {
+            str(p): v.problem
+            for p in range(count)
+            if (v := self.verdicts.get((g, p))) is not None and v.problem
+        }
+        return {"judge_unusable": bad} if bad else {}
+
+
+def static_matcher(name: str, speakers: Speakers) -> Matcher:
+    """The matcher ``name`` when it needs no model (``strict``, ``keyword``, ``fuzzy``)."""
+    if name == "strict":
+        return StrictMatcher(speakers)
+    if name == "keyword":
+        return KeywordMatcher()
+    if name == "fuzzy":
+        return FuzzyMatcher(speakers)
+    raise ValueError(f"matcher {name!r} needs its verdicts (see _judge.py)")
+
+
+def unusable_in(score: Mapping[str, Any]) -> int:
+    """Judge answers that could not be used, in one case record's ``score``."""
+    total = 0
+    for check in score.get("checks", []):
+        detail = check.get("detail")
+        if check.get("check") == "fact" and isinstance(detail, dict):
+            total += len((detail.get("match") or {}).get("judge_unusable", {}))
+    return total
+
+
+def matcher_info(manifest: Mapping[str, Any], unusable: int) -> dict[str, Any]:
+    """The summary's ``matcher`` (its name), ``matcher_quality`` (its precision and recall
+    on the benchmark's test part, when measured) and, for ``judge``, ``judge``: the
+    judge's model and prompt variant and the unusable answers. A run from before matchers
+    were selectable used ``keyword``."""
+    params = manifest.get("params") or {}
+    name = params.get("matcher") or "keyword"  # a run from before the matcher was named
+    out: dict[str, Any] = {"matcher": name}
+    quality = quality_of(name)
+    if quality is not None:
+        out["matcher_quality"] = quality
+    if name == "judge":
+        provider = params.get("judge_provider") or manifest.get("provider")
+        same = provider == manifest.get("provider")
+        out["judge"] = {
+            "provider": provider,
+            "model": params.get("judge_model") or (manifest.get("model") if same else None),
+            "variant": params.get("judge_variant") or "default",
+            "unusable": unusable,
+        }
+    return out
+
+
+def matcher_of(meta: Mapping[str, Any]) -> str:
+    """The matcher of a run (its manifest's params) or a baseline (its ``matcher``);
+    ``keyword`` for one from before matchers were selectable."""
+    params = meta.get("params") or {}
+    return str(params.get("matcher") or meta.get("matcher") or "keyword")
+
+
+def matcher_text(matchers: Mapping[str, str] | None) -> str:
+    """The line of a comparison saying which matcher made each run's fact metrics."""
+    a, b = (matchers or {}).get("a", "keyword"), (matchers or {}).get("b", "keyword")
+    if a == b:
+        return f"facts matched by the {a} matcher in both runs ({quality_text(a, quality_of(a))})"
+    return (
+        f"MIXED MATCHERS: A's facts matched by {a}, B's by {b}: differences in the fact "
+        "metrics are partly the matcher's"
+    )
