@@ -65,7 +65,7 @@ def _perturbations(args: argparse.Namespace) -> list[str]:
 
 
 def _print_perturbations(summary: dict[str, Any]) -> None:
-    from hy_eval.harness.run._perturbed import terminal_lines
+    from hy_eval.harness.report._perturbed import terminal_lines
 
     for line in terminal_lines(summary):
         echo(line)

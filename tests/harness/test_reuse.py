@@ -8,7 +8,8 @@ from collections import Counter
 
 import pytest
 
-from hy_eval.harness import Runner, _reuse, load_suite
+from hy_eval.harness import Runner, load_suite
+from hy_eval.harness.run import _reuse
 from hy_eval.llm.loopback import Reply
 
 from .scripted_suite import SuiteModel, perfect_extraction

@@ -469,7 +469,7 @@ def _consistency_of(
     ``flipped`` ones included (None when a side has no check verdicts, as a baseline)."""
     if not a.checks or not b.checks:
         return {"changed_count": None}
-    from hy_eval.harness.run._perturbed import changed_ids, consistency
+    from hy_eval.harness.analysis._consistency import changed_ids, consistency
 
     info = b.perturbation or {}
     subjects = {cid: c["subjects"] for cid, c in info.get("cases", {}).items()}

@@ -20,16 +20,18 @@ from __future__ import annotations
 
 import json
 import random
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import ValidationError
 
+from hy_eval._terminal import echo
 from hy_eval.harness.datasets._anthropic_form import ANTHROPIC_BLOCKS, has_blocks, to_anthropic
 from hy_eval.harness.datasets._keywords import contains_all, contains_any, members
 from hy_eval.harness.datasets._rename_text import replace_names, word_occurs
-from hy_eval.harness.datasets._schema import Case, CaseRef, Suite
+from hy_eval.harness.datasets._schema import Case, CaseRef, Suite, load_suite
 
 #: The name bank: (name, another form of it for aliases), by kind. Latin names go into
 #: Chinese cases too (a Latin name inside Chinese text); common-word names are words as
@@ -461,3 +463,20 @@ def perturb_suite(suite: Suite, refs: list[CaseRef], name: str, seed: int) -> Pe
     return PerturbedSuite(
         suite.name, suite.files, kept, suite.kind, name, seed, tuple(skipped), results
     )
+
+
+def perturbation_counts(suite_name: str = "multi_speaker", seed: int = 0) -> list[str]:
+    """A Markdown table: per perturbation, the cases kept and the skips by reason (the
+    figures in docs/datasets.md: ``python -m hy_eval.harness.datasets._perturb``)."""
+    suite = load_suite(suite_name)
+    lines = ["| perturbation | kept | skipped (reason: cases) |", "|---|---|---|"]
+    for name in PERTURBATIONS:
+        ps = perturb_suite(suite, list(suite.refs), name, seed)
+        reasons = Counter(reason for _, reason in ps.skipped)
+        why = "; ".join(f"{r}: {n}" for r, n in reasons.most_common()) or "-"
+        lines.append(f"| {name} | {len(ps.refs)} | {len(ps.skipped)} ({why}) |")
+    return lines
+
+
+if __name__ == "__main__":
+    echo("\n".join(perturbation_counts()))

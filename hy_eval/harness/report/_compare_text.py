@@ -116,7 +116,7 @@ def comparison_text(result: Mapping[str, Any]) -> str:
         lines.append(f"  ... and {len(result['flipped']) - 20} more")
     lines += changed
     if "consistency" in result:
-        from hy_eval.harness.run._perturbed import consistency_text
+        from hy_eval.harness.report._perturbed import consistency_text
 
         lines += consistency_text(result["consistency"], result.get("perturbation"))
     lines.append(matcher_text(result.get("matcher")))

@@ -333,3 +333,18 @@ def package_versions() -> dict[str, str | None]:
         except metadata.PackageNotFoundError:
             out[name] = None
     return out
+
+
+# -- a perturbed run's perturb.json -------------------------------------------------------
+
+PERTURB_FILE = "perturb.json"
+
+
+def read_perturb_file(run_dir: Path) -> dict[str, Any] | None:
+    """``RUN/perturb/<name>/perturb.json`` (what a perturbation skipped, each case's
+    subject map), or None when the folder has none."""
+    path = run_dir / PERTURB_FILE
+    if not path.is_file():
+        return None
+    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return data
