@@ -79,7 +79,7 @@ class ReportTimer:
     """Times ``write_reports`` inside the runner (the run's report phase)."""
 
     def __enter__(self) -> ReportTimer:
-        from hy_eval.harness.run import _runner as _runner
+        from hy_eval.harness.run import _runner
 
         self.seconds = 0.0
         self._module, self._original = _runner, _runner.write_reports
@@ -261,7 +261,7 @@ def _report_child(run_dir: str) -> None:
     ``run_dir`` as a run's end does it, then warm: the best of three more (the machine's
     speed drifts by a third between runs)."""
     from hy_eval.harness.report import _write as _report
-    from hy_eval.harness.runlog._files import read_run
+    from hy_eval.harness.runlog import read_run
 
     manifest = read_run(run_dir).manifest.model_dump(mode="json")
     times = []
@@ -290,9 +290,9 @@ def row_tricks(records: Path, copies: int) -> dict[str, tuple[float, float]]:
     dict per record (the simple version) vs ``RecordRows`` (tuples and one float array)."""
     import tracemalloc
 
-    from hy_eval.harness.analysis._aggregate import RecordRows
-    from hy_eval.harness.runlog._files import read_records
-    from hy_eval.harness.scoring._score import METRICS
+    from hy_eval.harness.analysis import RecordRows
+    from hy_eval.harness.runlog import read_records
+    from hy_eval.harness.scoring import METRICS
 
     recs = list(read_records(records))
     out: dict[str, tuple[float, float]] = {}
@@ -326,7 +326,7 @@ def line_costs(records: Path) -> dict[str, float]:
     import json
 
     from hy_eval._redact import redact
-    from hy_eval.harness.runlog._files import CaseRecord
+    from hy_eval.harness.runlog import CaseRecord
 
     data = [json.loads(line) for line in records.read_text(encoding="utf-8").splitlines()]
     steps = {

@@ -50,7 +50,7 @@ def session_conversation(observations: int) -> dict[str, Any]:
 
 
 def time_import(observations: int, rounds: int, work: Path) -> float:
-    from hy_eval.harness.datasets._locomo_cases import import_locomo
+    from hy_eval.harness.datasets import import_locomo
 
     source = work / f"in-{observations}" / "1.json"
     source.parent.mkdir()

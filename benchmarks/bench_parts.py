@@ -49,7 +49,7 @@ def redact_lines(run_dir: Path) -> None:
 
 
 def case_validation() -> None:
-    from hy_eval.harness.datasets._schema import Case
+    from hy_eval.harness.datasets import Case
 
     path = ROOT / "datasets" / "multi_speaker" / "en_v2.jsonl"
     data = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines()]
@@ -58,14 +58,9 @@ def case_validation() -> None:
 
 
 def report_parts(run_dir: Path) -> None:
-    from hy_eval.harness.report._plots import draw
-    from hy_eval.harness.report._write import (
-        _confusion,
-        _Scan,
-        breakdown_by,
-        case_table,
-        metrics_of,
-    )
+    from hy_eval.harness.analysis import breakdown_by, case_table, metrics_of
+    from hy_eval.harness.report import draw
+    from hy_eval.harness.report._write import _confusion, _Scan
 
     records = run_dir / "cases.jsonl"
     scan = _Scan(records, None)
@@ -91,8 +86,8 @@ def report_parts(run_dir: Path) -> None:
 
 
 def thresholds() -> None:
-    from hy_eval.harness.analysis._matcher_eval import keyword_decides, read_pairs, scores
-    from hy_eval.harness.scoring._fuzzy import similarity
+    from hy_eval.harness.analysis import keyword_decides, read_pairs, scores
+    from hy_eval.harness.scoring import similarity
 
     pairs = read_pairs(ROOT / "datasets" / "matcher_pairs" / "pairs.jsonl")
     sims = [similarity(p.predicted, p.gold, p.names) for p in pairs]
@@ -112,8 +107,8 @@ def strict_thresholds() -> None:
     """The strict matcher's precision and recall per language on the DEV part of the
     matcher benchmark at each content-agreement threshold (the test part is not read:
     the threshold is chosen here)."""
-    from hy_eval.harness.analysis._matcher_eval import read_pairs, scores
-    from hy_eval.harness.scoring._strict import decide
+    from hy_eval.harness.analysis import read_pairs, scores
+    from hy_eval.harness.scoring import decide
 
     pairs = [
         p
@@ -138,20 +133,19 @@ def strict_thresholds() -> None:
 def matcher_cost(run_dir: Path) -> None:
     """Each static matcher's time to assign one case's facts, over a run's records, in
     one process (ratios, not seconds, compare between runs)."""
-    from hy_eval.harness.runlog._files import read_run
-    from hy_eval.harness.scoring import _strict as _strict
-    from hy_eval.harness.scoring import load_suite
-    from hy_eval.harness.scoring._matching import static_matcher
+    from hy_eval.harness.datasets import load_suite
+    from hy_eval.harness.runlog import read_run
+    from hy_eval.harness.scoring import _strict, static_matcher
 
     records = [r for r in read_run(run_dir).records() if r.facts]
     cases = {c.id: c for c in load_suite("multi_speaker").cases}
     work = [(cases[r.id], [f["text"] for f in r.facts]) for r in records if r.id in cases]
     print(f"{len(work)} cases with predictions")
     from hy_eval.harness.scoring._values import _pos_tokenizer
-    from hy_eval.harness.text._segment import _tokenizer
+    from hy_eval.harness.text import jieba_tokenizer
 
     t = time.perf_counter()
-    _tokenizer(), _pos_tokenizer()
+    jieba_tokenizer(), _pos_tokenizer()
     print(f"jieba's dictionary, once per process: {time.perf_counter() - t:.2f} s")
     for name in ("keyword", "strict"):
 

@@ -35,11 +35,11 @@ if CODE:
 import inspect  # noqa: E402
 
 from hy_eval.harness import ratio_with_ci  # noqa: E402
-from hy_eval.harness.analysis._compare import compare  # noqa: E402
-from hy_eval.harness.gate._gate import Gates, load_gates  # noqa: E402
+from hy_eval.harness.analysis import compare  # noqa: E402
+from hy_eval.harness.gate import Gates, load_gates  # noqa: E402
 
 try:
-    from hy_eval.harness.gate._gate import evaluate_outcomes
+    from hy_eval.harness.gate import evaluate_outcomes
 except ImportError:  # code before issue 17
     evaluate_outcomes = None
 
@@ -139,7 +139,7 @@ def coverage_scenarios() -> dict[str, Callable[[np.random.Generator], object]]:
 
         out[f"single-run 95% CI covers p, n={n} cases, p={p}"] = one
     proc = baseline_process()
-    from hy_eval.harness.scoring._score import METRICS
+    from hy_eval.harness.scoring import METRICS
 
     names = ("case_pass", "attribution_accuracy", "misattribution_rate", "untouched_violation_rate")
 

@@ -4,7 +4,16 @@ import importlib
 
 import pytest
 
-PACKAGES = ["hy_eval.conversation", "hy_eval.llm", "hy_eval.memory", "hy_eval.harness"]
+PACKAGES = [
+    "hy_eval.conversation",
+    "hy_eval.llm",
+    "hy_eval.memory",
+    "hy_eval.harness",
+    *(
+        f"hy_eval.harness.{floor}"
+        for floor in ("text", "runlog", "datasets", "scoring", "analysis", "report", "gate", "run")
+    ),
+]
 
 
 @pytest.mark.parametrize("name", PACKAGES)

@@ -14,12 +14,8 @@ from hy_eval.cli._errors import UserError
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from hy_eval.harness.analysis._compare import (
-        CompareError,
-        compare,
-        comparison_text,
-        run_outcomes,
-    )
+    from hy_eval.harness.analysis import CompareError, compare, run_outcomes
+    from hy_eval.harness.report import comparison_text
 
     try:
         result = compare(
@@ -34,7 +30,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.json:
         Path(args.json).write_text(json.dumps(result, ensure_ascii=False, indent=1))
     if args.html:
-        from hy_eval.harness.report._compare_page import write_compare_page
+        from hy_eval.harness.report import write_compare_page
 
         try:
             page = write_compare_page(args.html, result, args.run_a, args.run_b)
@@ -46,7 +42,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def cmd_baseline_bless(args: argparse.Namespace) -> int:
     from hy_eval.harness import CompareError, GateConfigError
-    from hy_eval.harness.gate._gate import bless
+    from hy_eval.harness.gate import bless
 
     try:
         path = bless(args.run_dir, args.out, force=args.force)

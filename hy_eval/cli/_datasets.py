@@ -20,7 +20,7 @@ _MB = 1024 * 1024
 
 def cmd_datasets_validate(args: argparse.Namespace) -> int:
     from hy_eval.harness import DatasetError, load_suite
-    from hy_eval.harness.datasets._schema import DATASETS_DIR
+    from hy_eval.harness.datasets import DATASETS_DIR
 
     targets = (
         [args.target]
@@ -39,8 +39,8 @@ def cmd_datasets_validate(args: argparse.Namespace) -> int:
             langs = {lang: sum(c.lang == lang for c in cases) for lang in ("en", "zh")}
             echo(f"{suite.name}: {len(cases)} cases ok ({langs['en']} en, {langs['zh']} zh)")
             if suite.kind == "memory":
-                from hy_eval.harness.datasets._merges import check_suite_merges
-                from hy_eval.harness.scoring._goldcheck import check_suite_gold
+                from hy_eval.harness.datasets import check_suite_merges
+                from hy_eval.harness.scoring import check_suite_gold
 
                 problems.extend(check_suite_gold(suite))
                 if not args.no_merges:
@@ -51,8 +51,7 @@ def cmd_datasets_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_datasets_import_locomo(args: argparse.Namespace) -> int:
-    from hy_eval.harness.datasets._locomo_cases import import_locomo
-    from hy_eval.harness.datasets._locomo_limits import Limits, LocomoError
+    from hy_eval.harness.datasets import Limits, LocomoError, import_locomo
 
     limits = Limits()
     if args.max_input_mb is not None:
@@ -76,7 +75,7 @@ def cmd_datasets_import_locomo(args: argparse.Namespace) -> int:
 
 def cmd_datasets_stats(args: argparse.Namespace) -> int:
     from hy_eval.harness import DatasetError, load_suite
-    from hy_eval.harness.analysis._suitestats import format_stats, suite_stats
+    from hy_eval.harness.analysis import format_stats, suite_stats
 
     try:
         rates = Path(args.rates) if args.rates else None

@@ -61,7 +61,7 @@ def _matcher_names(text: str) -> list[str]:
 
 
 def cmd_matchers_evaluate(args: argparse.Namespace) -> int:
-    from hy_eval.harness.analysis._matcher_eval import (
+    from hy_eval.harness.analysis import (
         PairFileError,
         decide_all,
         evaluate,
@@ -76,7 +76,7 @@ def cmd_matchers_evaluate(args: argparse.Namespace) -> int:
         raise UserError(exc.problems[:20]) from None
 
     def make_judge() -> Any:
-        from hy_eval.harness.scoring._judge import Judge
+        from hy_eval.harness.scoring import Judge
         from hy_eval.llm import ConfigError
         from hy_eval.memory import PromptError, PromptLibrary
 
@@ -109,8 +109,8 @@ def cmd_matchers_evaluate(args: argparse.Namespace) -> int:
 
 
 def cmd_matchers_draw(args: argparse.Namespace) -> int:
-    from hy_eval.harness.analysis._pairdraw import blind_rows, draw, pair_rows
-    from hy_eval.harness.runlog._files import RunFolderError, read_run
+    from hy_eval.harness.analysis import blind_rows, draw, pair_rows
+    from hy_eval.harness.runlog import RunFolderError, read_run
 
     if args.limit is not None and args.limit < 1:
         raise UserError(f"--limit {args.limit}: give a positive number of pairs")
@@ -135,7 +135,7 @@ def cmd_matchers_draw(args: argparse.Namespace) -> int:
 
 
 def _write(path: Path, rows: Any) -> None:
-    from hy_eval.harness.analysis._pairdraw import write_rows
+    from hy_eval.harness.analysis import write_rows
 
     try:
         write_rows(path, rows)
@@ -144,7 +144,7 @@ def _write(path: Path, rows: Any) -> None:
 
 
 def cmd_matchers_agree(args: argparse.Namespace) -> int:
-    from hy_eval.harness.analysis._pairdraw import (
+    from hy_eval.harness.analysis import (
         VerdictFileError,
         agreement,
         agreement_text,

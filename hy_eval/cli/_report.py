@@ -12,9 +12,8 @@ from hy_eval.cli._errors import UserError
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from hy_eval.harness.report._folder import report_folder
-    from hy_eval.harness.report._write import terminal_summary
-    from hy_eval.harness.runlog._files import RunFolderError
+    from hy_eval.harness.report import report_folder, terminal_summary
+    from hy_eval.harness.runlog import RunFolderError
 
     run_dir = Path(args.run_dir)
     try:

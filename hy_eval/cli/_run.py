@@ -65,7 +65,7 @@ def _perturbations(args: argparse.Namespace) -> list[str]:
 
 
 def _print_perturbations(summary: dict[str, Any]) -> None:
-    from hy_eval.harness.report._perturbed import terminal_lines
+    from hy_eval.harness.report import terminal_lines
 
     for line in terminal_lines(summary):
         echo(line)
@@ -195,7 +195,7 @@ def cmd_matrix(args: argparse.Namespace) -> int:
 
 
 def cmd_history(args: argparse.Namespace) -> int:
-    from hy_eval.harness.datasets._history import run_history_suite
+    from hy_eval.harness.datasets import run_history_suite
 
     try:
         report = run_history_suite(args.suite or "history")

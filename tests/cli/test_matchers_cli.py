@@ -7,7 +7,7 @@ import json
 import pytest
 
 from hy_eval.cli import main
-from hy_eval.harness.analysis._stats import wilson_interval
+from hy_eval.harness.analysis import wilson_interval
 from hy_eval.llm.loopback import LoopbackServer, Reply, openai_completion
 
 PAIRS = [

@@ -24,8 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-from hy_eval.harness.analysis._compare import RunOutcomes
-from hy_eval.harness.scoring._score import ACCURACY_METRICS, METRICS
+from hy_eval.harness.analysis import RunOutcomes
+from hy_eval.harness.scoring import ACCURACY_METRICS, METRICS
 
 ROOT = Path(__file__).resolve().parents[2]
 BASELINE = ROOT / "reports" / "baselines" / "multi_speaker.json"

@@ -11,7 +11,8 @@ import pytest
 
 from hy_eval.cli import main
 from hy_eval.harness import write_reports
-from hy_eval.harness.analysis._compare import RunOutcomes, compare, comparison_text
+from hy_eval.harness.analysis import RunOutcomes, compare
+from hy_eval.harness.report import comparison_text
 
 from .test_pages import write_run
 from .test_report import scored_record

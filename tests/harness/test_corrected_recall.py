@@ -2,7 +2,7 @@
 precision / recall per language, with an interval that carries the run's and the
 matcher's uncertainty."""
 
-from hy_eval.harness.scoring._quality import corrected_recall, corrected_text
+from hy_eval.harness.scoring import corrected_recall, corrected_text
 
 
 def rate(num, den):

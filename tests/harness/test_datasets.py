@@ -253,7 +253,7 @@ def test_shipped_multi_speaker_suite_has_the_size_and_shape_of_issue_18():
     M5 in Anthropic form, no user name on more than 5% of the cases."""
     from collections import Counter
 
-    from hy_eval.harness.analysis._suitestats import suite_stats
+    from hy_eval.harness.analysis import suite_stats
 
     suite = load_suite("multi_speaker")
     st = suite_stats(suite)
@@ -366,7 +366,7 @@ MERGE_CASES = [
 @pytest.mark.parametrize("data, expected", MERGE_CASES)
 def test_merge_check(data, expected):
     from hy_eval.harness import Case
-    from hy_eval.harness.datasets._merges import merge_problems
+    from hy_eval.harness.datasets import merge_problems
 
     got = merge_problems(Case.model_validate(data))
     assert len(got) == len(expected), got
@@ -388,7 +388,7 @@ def test_validate_checks_merges_unless_told_not_to(tmp_path, capsys):
 
 def test_merge_check_finds_expected_operations_no_fact_can_reach():
     from hy_eval.harness import Case
-    from hy_eval.harness.datasets._merges import merge_problems
+    from hy_eval.harness.datasets import merge_problems
 
     data = _merge_case(
         [
@@ -418,7 +418,7 @@ def test_an_expected_operation_must_be_reached_by_the_gold_text():
     change must be found by its gold fact's text; a keyword query that finds it (here
     "The user violin") does not make the case passable."""
     from hy_eval.harness import Case
-    from hy_eval.harness.datasets._merges import merge_problems
+    from hy_eval.harness.datasets import merge_problems
 
     data = _merge_case(
         [{"id": "m1", "text": "The user plays the violin."}],
@@ -449,7 +449,7 @@ def test_no_case_copies_a_prompt_example():
     import re
 
     from hy_eval.harness.analysis._suitestats import _grams
-    from hy_eval.harness.datasets._keywords import canonical
+    from hy_eval.harness.datasets import canonical
 
     examples = []
     for path in sorted((Path(__file__).parents[2] / "prompts").glob("*/*.j2")):
@@ -464,7 +464,7 @@ def test_no_case_copies_a_prompt_example():
 
 
 def test_spread_picks_a_fixed_subset_across_the_suite():
-    from hy_eval.harness.datasets._schema import spread
+    from hy_eval.harness.datasets import spread
 
     assert spread(list(range(10)), 5) == [0, 2, 4, 6, 8]
     assert spread(list(range(3)), 5) == [0, 1, 2]

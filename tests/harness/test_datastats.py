@@ -8,7 +8,7 @@ import pytest
 
 from hy_eval.cli import main
 from hy_eval.harness import Case, load_suite
-from hy_eval.harness.analysis._suitestats import (
+from hy_eval.harness.analysis import (
     checked_rules,
     conversation_text,
     near_duplicates,

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from hy_eval.harness import ratio_with_ci
-from hy_eval.harness.analysis._compare import compare
-from hy_eval.harness.gate._gate import Gates, evaluate_outcomes, load_gates
+from hy_eval.harness.analysis import compare
+from hy_eval.harness.gate import Gates, evaluate_outcomes, load_gates
 
 from .simulated_runs import ROOT, baseline_process, binomial_ok, gate_spec, measure, pair, values_of
 

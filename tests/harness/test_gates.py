@@ -10,12 +10,8 @@ import pytest
 from scipy import stats
 
 from hy_eval.cli import main
-from hy_eval.harness.analysis._compare import (
-    holm,
-    mcnemar_exact,
-    minimum_detectable_effect,
-    paired_difference,
-)
+from hy_eval.harness.analysis import holm, mcnemar_exact, paired_difference
+from hy_eval.harness.analysis._compare import minimum_detectable_effect
 
 from .scripted_suite import SuiteModel, model_args, perfect_extraction
 from .test_run import write_suite

@@ -12,9 +12,13 @@ import pytest
 
 from hy_eval.cli import main
 from hy_eval.harness import Runner, load_suite
-from hy_eval.harness.datasets._locomo import LocomoError, read_conversations
-from hy_eval.harness.datasets._locomo_cases import choose_keywords, import_locomo
-from hy_eval.harness.scoring._score import fold
+from hy_eval.harness.datasets import (
+    LocomoError,
+    choose_keywords,
+    fold,
+    import_locomo,
+    read_conversations,
+)
 
 from .scripted_suite import SuiteModel
 from .test_run import config

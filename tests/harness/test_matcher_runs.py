@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from hy_eval.harness import load_suite
-from hy_eval.harness.analysis._compare import CompareError, compare, comparison_text, run_outcomes
-from hy_eval.harness.report._compare_page import write_compare_page
-from hy_eval.harness.run._runner import Runner
+from hy_eval.harness.analysis import CompareError, compare, run_outcomes
+from hy_eval.harness.report import comparison_text, write_compare_page
+from hy_eval.harness.run import Runner
 from hy_eval.llm.loopback import Reply, openai_completion
 
 from .scripted_suite import SuiteModel, scripted_config

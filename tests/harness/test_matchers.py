@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy.optimize import linear_sum_assignment
 
-from hy_eval.harness.scoring._fuzzy import (
+from hy_eval.harness.scoring import (
     FUZZY_THRESHOLD,
     FuzzyMatch,
     dice,
@@ -16,7 +16,7 @@ from hy_eval.harness.scoring._fuzzy import (
     max_weight_assignment,
     similarity,
 )
-from hy_eval.harness.text._words import features, is_negated
+from hy_eval.harness.text import features, is_negated
 
 #: (gold, predicted, names to ignore): the same fact in other words or in part.
 SAME = [

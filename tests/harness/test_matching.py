@@ -3,7 +3,7 @@
 verdicts are assigned one-to-one with unusable answers counted as no match."""
 
 from hy_eval.harness import Case, Outcome, score_case
-from hy_eval.harness.scoring._matching import (
+from hy_eval.harness.scoring import (
     FuzzyMatcher,
     KeywordMatcher,
     Verdict,

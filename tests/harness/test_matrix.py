@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 from hy_eval.harness import MatrixEntry, MatrixResult, RunConfig, RunError, run_matrix
-from hy_eval.harness.run._matrix import combination_name, flipped_sections, metric_table
-from hy_eval.harness.scoring._score import METRICS
+from hy_eval.harness.run import combination_name, flipped_sections, metric_table
+from hy_eval.harness.scoring import METRICS
 from hy_eval.llm import ModelSpec
 
 

@@ -7,9 +7,9 @@ import json
 
 from hy_eval.cli import main
 from hy_eval.harness import load_suite
-from hy_eval.harness.analysis._consistency import changed_checks, consistency, verdicts_of
-from hy_eval.harness.datasets._perturb import Skip, perturb
-from hy_eval.harness.run._perturbed import run_with_perturbations
+from hy_eval.harness.analysis import changed_checks, consistency, verdicts_of
+from hy_eval.harness.datasets import Skip, perturb
+from hy_eval.harness.run import run_with_perturbations
 
 from .scripted_suite import SuiteModel, model_args, perfect_extraction
 from .test_run import config as run_config

@@ -8,10 +8,9 @@ import pytest
 
 from hy_eval.cli import main
 from hy_eval.harness import METRICS, cases_frame, write_reports
-from hy_eval.harness.analysis._aggregate import fmt_ratio
-from hy_eval.harness.report._compare_page import fact_diff
-from hy_eval.harness.report._pages import metric_row
-from hy_eval.harness.runlog._files import RunFolderError
+from hy_eval.harness.analysis import fmt_ratio
+from hy_eval.harness.report import fact_diff, metric_row
+from hy_eval.harness.runlog import RunFolderError
 
 from .test_report import scored_record
 from .test_report_escaping import embedded_data, manifest

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from hy_eval.harness import Runner, load_suite
-from hy_eval.harness.analysis._compare import compare
-from hy_eval.harness.analysis._compare import run_outcomes as load_outcomes
-from hy_eval.harness.report._compare_page import write_compare_page
+from hy_eval.harness.analysis import compare
+from hy_eval.harness.analysis import run_outcomes as load_outcomes
+from hy_eval.harness.report import write_compare_page
 
 from .scripted_suite import SuiteModel, perfect_extraction, scripted_config
 

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from hy_eval.cli import main
-from hy_eval.harness.analysis._pairdraw import (
+from hy_eval.harness.analysis import (
     VerdictFileError,
     agreement,
     case_candidates,
@@ -14,7 +14,7 @@ from hy_eval.harness.analysis._pairdraw import (
     draw,
     read_verdicts,
 )
-from hy_eval.harness.runlog._files import CaseRecord, RunManifest, write_manifest
+from hy_eval.harness.runlog import CaseRecord, RunManifest, write_manifest
 
 
 def record(case_id, lang, predicted, golds, names=("Ava", "Kenji")):

@@ -9,7 +9,7 @@ import pytest
 
 from hy_eval.conversation import normalise_messages, render_conversation
 from hy_eval.harness import Case, load_suite
-from hy_eval.harness.datasets._perturb import (
+from hy_eval.harness.datasets import (
     NAME_BANK,
     PERTURBATIONS,
     Skip,
@@ -17,7 +17,7 @@ from hy_eval.harness.datasets._perturb import (
     perturb,
     perturb_suite,
 )
-from hy_eval.harness.scoring._score import ACCURACY_METRICS, METRICS
+from hy_eval.harness.scoring import ACCURACY_METRICS, METRICS
 
 from .oracle import score_oracle
 

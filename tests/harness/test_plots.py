@@ -13,10 +13,9 @@ from pathlib import Path
 import pytest
 from matplotlib import image
 
-from hy_eval.harness.datasets._schema import RULE_IDS
-from hy_eval.harness.report._plots import PLOTS, draw, figure
-from hy_eval.harness.report._ruletitles import RULE_TITLES
-from hy_eval.harness.scoring._score import METRICS, SUBJECT_KINDS
+from hy_eval.harness.datasets import RULE_IDS
+from hy_eval.harness.report import PLOTS, RULE_TITLES, draw, figure
+from hy_eval.harness.scoring import METRICS, SUBJECT_KINDS
 
 SPEC = Path(__file__).resolve().parents[2] / "docs" / "spec.md"
 

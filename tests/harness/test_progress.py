@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
-from hy_eval.harness.run._progress import Progress, clock
+from hy_eval.harness.run import Progress, clock
 from hy_eval.llm import CallStats
 
 ROOT = Path(__file__).resolve().parents[2]

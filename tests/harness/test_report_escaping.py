@@ -7,8 +7,7 @@ import json
 import re
 from html.parser import HTMLParser
 
-from hy_eval.harness.report._pages import script_json
-from hy_eval.harness.report._write import markdown_report, write_reports
+from hy_eval.harness.report import markdown_report, script_json, write_reports
 
 from .test_report import ok_record
 

@@ -90,7 +90,7 @@ def test_other_settings_prompts_or_code_reuse_nothing(tmp_path, monkeypatch):
         ):
             _, summary, _ = Runner(config(model.server, tmp_path, name, **kw)).run()
             assert summary["calls"]["records_reused"] == 0, name
-        from hy_eval.harness.run import _runner as _runner
+        from hy_eval.harness.run import _runner
 
         real_versions = _runner.package_versions
         monkeypatch.setattr(
@@ -133,7 +133,7 @@ def test_records_with_provider_errors_are_not_kept(tmp_path):
 
 def test_a_case_edited_during_the_run_stops_it_with_a_dataset_error(tmp_path, monkeypatch):
     from hy_eval.harness import RunError
-    from hy_eval.harness.datasets._schema import Suite
+    from hy_eval.harness.datasets import Suite
 
     cases = write_suite(tmp_path / "toy", 4).cases
     path = tmp_path / "toy" / "toy.jsonl"

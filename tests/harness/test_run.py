@@ -7,7 +7,7 @@ import json
 import pytest
 
 from hy_eval.harness import RunConfig, Runner, load_suite
-from hy_eval.harness.scoring._score import ACCURACY_METRICS, VIOLATION_METRICS
+from hy_eval.harness.scoring import ACCURACY_METRICS, VIOLATION_METRICS
 
 from .scripted_suite import SuiteModel, perfect_extraction, scripted_config
 

@@ -6,10 +6,9 @@ import json
 
 import pytest
 
-from hy_eval.harness.analysis import _aggregate as _aggregate
-from hy_eval.harness.analysis._compare import run_outcomes
-from hy_eval.harness.datasets._schema import DatasetError, load_suite, suite_kind
-from hy_eval.harness.runlog._files import (
+from hy_eval.harness.analysis import _aggregate, run_outcomes
+from hy_eval.harness.datasets import DatasetError, load_suite, suite_kind
+from hy_eval.harness.runlog import (
     SCHEMA_VERSION,
     CaseRecord,
     RecordWriter,
@@ -20,7 +19,7 @@ from hy_eval.harness.runlog._files import (
     repair_records,
     write_manifest,
 )
-from hy_eval.harness.scoring._score import METRICS
+from hy_eval.harness.scoring import METRICS
 
 
 def record(case_id, repeat=0, passed=True, **kw):

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from hy_eval.harness import Case, Outcome, ratio_with_ci, score_case
-from hy_eval.harness.scoring._score import contains_all, fold
+from hy_eval.harness.datasets import contains_all, fold
 
 CASE = Case.model_validate(
     {

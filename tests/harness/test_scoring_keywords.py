@@ -5,7 +5,7 @@ keywords and ``without`` on absent checks."""
 import pytest
 
 from hy_eval.harness import Case, Outcome, score_case
-from hy_eval.harness.datasets._keywords import canonical, chinese_number, contains_all, matches
+from hy_eval.harness.datasets import canonical, chinese_number, contains_all, matches
 
 from .oracle import chinese_number as zh_words
 from .oracle import english_number

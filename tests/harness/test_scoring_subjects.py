@@ -7,8 +7,9 @@ import json
 import pytest
 
 from hy_eval.harness import Case, DatasetError, Outcome, load_suite, score_case
-from hy_eval.harness.report._write import _Scan, markdown_report
-from hy_eval.harness.scoring._score import METRICS, SUBJECT_KINDS
+from hy_eval.harness.report import markdown_report
+from hy_eval.harness.report._write import _Scan
+from hy_eval.harness.scoring import METRICS, SUBJECT_KINDS
 
 BASE = {
     "id": "c",

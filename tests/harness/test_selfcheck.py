@@ -7,9 +7,8 @@ alias, full-width letters, a possessive, a quote) fails here."""
 import pytest
 
 from hy_eval.harness import Case, load_suite, score_case
-from hy_eval.harness.datasets._history import check_history_case
-from hy_eval.harness.datasets._schema import DATASETS_DIR
-from hy_eval.harness.scoring._score import ACCURACY_METRICS, METRICS, VIOLATION_METRICS
+from hy_eval.harness.datasets import DATASETS_DIR, check_history_case
+from hy_eval.harness.scoring import ACCURACY_METRICS, METRICS, VIOLATION_METRICS
 
 from .oracle import (
     SUBJECT_WORDS,

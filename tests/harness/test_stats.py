@@ -10,17 +10,19 @@ import pytest
 from scipy import stats
 
 from hy_eval.harness import ratio_with_ci
-from hy_eval.harness.analysis._compare import (
+from hy_eval.harness.analysis import (
     RunOutcomes,
+    binom_half_cdf,
     compare,
-    comparison_text,
+    format_p,
     holm,
     mcnemar_exact,
     mcnemar_one_sided,
+    wilson_interval,
 )
-from hy_eval.harness.analysis._stats import binom_half_cdf, format_p, wilson_interval
-from hy_eval.harness.gate._gate import GateConfigError, Gates, evaluate_outcomes, load_gates
-from hy_eval.harness.scoring._score import METRICS
+from hy_eval.harness.gate import GateConfigError, Gates, evaluate_outcomes, load_gates
+from hy_eval.harness.report import comparison_text
+from hy_eval.harness.scoring import METRICS
 
 
 @pytest.mark.parametrize(
@@ -78,7 +80,7 @@ def test_ci_has_width_at_0_and_1_and_marks_small_n():
 
 
 def test_report_rows_on_few_cases_say_so():
-    from hy_eval.harness.analysis._aggregate import fmt_ratio as _fmt
+    from hy_eval.harness.analysis import fmt_ratio as _fmt
 
     assert _fmt(ratio_with_ci(np.zeros(8), np.ones(8))) == "0.000 [0.000, 0.324] (n=8, few cases)"
     assert "few" not in _fmt(ratio_with_ci(np.zeros(10), np.ones(10)))

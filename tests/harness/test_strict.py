@@ -5,10 +5,8 @@ subject. The near misses are the ones issue 28 saw the keyword rule accept in a 
 
 import pytest
 
-from hy_eval.harness.datasets._expect import GoldFact
-from hy_eval.harness.datasets._keywords import canonical
-from hy_eval.harness.scoring._matching import StrictMatcher
-from hy_eval.harness.scoring._strict import bounded, decide, number_conflict
+from hy_eval.harness.datasets import GoldFact, canonical
+from hy_eval.harness.scoring import StrictMatcher, bounded, decide, number_conflict
 from hy_eval.memory import Speakers
 
 #: (gold text, keywords, prediction, names): pairs the keyword rule accepted in the run
@@ -205,7 +203,7 @@ def test_one_to_one_with_the_most_pairs():
 def test_datasets_validate_refuses_gold_the_matcher_cannot_find():
     """Issue 28 item 2: a fact without text, a one-character keyword, and a text that
     its own keywords do not find are each refused; a sound fact passes."""
-    from hy_eval.harness.scoring._goldcheck import fact_problems
+    from hy_eval.harness.scoring import fact_problems
 
     speakers = Speakers.of(None, ["王伟"], {})
     no_text = GoldFact(subject="user", owner="user", keywords=["租"])

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from hy_eval.harness.datasets._locomo_limits import (
+from hy_eval.harness.datasets import (
     MAX_DOCUMENTS,
     MAX_INPUT_BYTES,
     MAX_OUTPUT_BYTES,

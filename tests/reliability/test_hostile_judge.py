@@ -9,8 +9,8 @@ import json
 
 import pytest
 
-from hy_eval.harness.run._runner import Runner
-from hy_eval.harness.scoring._judge import REASON_LIMIT, Judge
+from hy_eval.harness.run import Runner
+from hy_eval.harness.scoring import REASON_LIMIT, Judge
 from hy_eval.llm._base import LABEL_LIMIT
 from hy_eval.llm.loopback import LoopbackServer, Reply, anthropic_message, openai_completion
 

@@ -15,9 +15,9 @@ import pytest
 
 from hy_eval.cli import main
 from hy_eval.harness import RunError, Runner
-from hy_eval.harness.datasets._schema import DATASETS_DIR
-from hy_eval.harness.gate._gate import default_baseline_path
-from hy_eval.harness.run._folder import LOCK_NAME
+from hy_eval.harness.datasets import DATASETS_DIR
+from hy_eval.harness.gate import default_baseline_path
+from hy_eval.harness.run import LOCK_NAME
 from hy_eval.llm.loopback import LoopbackServer, Reply, openai_completion
 
 from ..harness.scripted_suite import SuiteModel, model_args, scripted_config
@@ -329,7 +329,7 @@ def test_bless_refuses_a_suite_name_that_leaves_the_baselines_folder(tmp_path, m
     "name", ["../x", "a/b", "..", ".", "", "x\0y", "a\\..\\b", "/etc/passwd", 3, None]
 )
 def test_unsafe_suite_names_have_no_baseline_path(name):
-    from hy_eval.harness.gate._gate import GateConfigError
+    from hy_eval.harness.gate import GateConfigError
 
     with pytest.raises(GateConfigError):
         default_baseline_path(name)

@@ -15,8 +15,8 @@ from array import array
 from typing import Any
 
 from hy_eval.harness.analysis._stats import ratios_with_ci
-from hy_eval.harness.runlog._files import CaseRecord
-from hy_eval.harness.scoring._score import METRICS
+from hy_eval.harness.runlog import CaseRecord
+from hy_eval.harness.scoring import METRICS
 
 
 def passes_k_of_n(passes: Any, runs: Any, k: int | None) -> Any:

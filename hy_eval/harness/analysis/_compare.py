@@ -24,19 +24,16 @@ from hy_eval.harness.analysis._outputs_diff import structural_diff
 from hy_eval.harness.analysis._stats import (
     BOOTSTRAP_SAMPLES,
     SEED,
+    Z_80,
     _one_blas_thread,
     _resampled_sums,
-    binom_half_cdf,
+    holm,
+    mcnemar_exact,
+    mcnemar_one_sided,
     z_quantile,
 )
-from hy_eval.harness.analysis._stats import holm as holm  # re-exported: the matrix run uses it
-from hy_eval.harness.report._compare_text import comparison_text as comparison_text  # re-exported
-from hy_eval.harness.runlog._files import CaseRecord, RunFolderError, read_run
-from hy_eval.harness.scoring._matching import matcher_of
-from hy_eval.harness.scoring._score import ACCURACY_METRICS, METRICS
-
-Z_975 = 1.959963984540054
-Z_80 = 0.8416212335729143
+from hy_eval.harness.runlog import CaseRecord, RunFolderError, read_run
+from hy_eval.harness.scoring import ACCURACY_METRICS, METRICS, matcher_of
 
 
 class CompareError(ValueError):
@@ -210,19 +207,6 @@ def paired_difference(
     return _metric_entries(ps, ["m"], samples=samples, seed=seed, level=level)["m"]
 
 
-def mcnemar_exact(fixed: int, broken: int) -> float:
-    """Two-sided exact McNemar p-value: a binomial test on the discordant pairs."""
-    if fixed == broken:
-        return 1.0
-    return min(1.0, 2.0 * binom_half_cdf(min(fixed, broken), fixed + broken))
-
-
-def mcnemar_one_sided(fixed: int, broken: int) -> float:
-    """Exact one-sided McNemar p-value of "B breaks more cases than it fixes":
-    P(X >= broken) for X ~ Binomial(fixed + broken, 1/2), which is P(X <= fixed)."""
-    return binom_half_cdf(fixed, fixed + broken) if fixed + broken else 1.0
-
-
 def paired_se(ps: PairedSample) -> np.ndarray:
     """Per metric, the standard error of B - A by the delta method over cases:
     each case's residual (num - ratio * den) / mean den, A's subtracted from B's. When
@@ -243,19 +227,6 @@ def paired_se(ps: PairedSample) -> np.ndarray:
             se = math.sqrt((np.var(resid[0], ddof=1) + np.var(resid[1], ddof=1)) / n[j])
         out[j] = se if se > 0 else 1.0 / n[j]
     return out
-
-
-def minimum_detectable_effect(n: int, p_a: float, p_b: float, discordant: int) -> float | None:
-    """The smallest pass-rate difference a paired test on ``n`` cases detects with 80%
-    power at alpha 0.05: (z_.975 + z_.8) * sqrt(p_d / n), with p_d the share of discordant
-    cases; when none was observed, the share expected if outcomes were independent,
-    p_a(1 - p_b) + p_b(1 - p_a)."""
-    if n == 0:
-        return None
-    p_d = discordant / n if discordant else p_a * (1 - p_b) + p_b * (1 - p_a)
-    if p_d == 0:
-        p_d = 1.0 / n  # nothing varies yet: the floor one flipped case would give
-    return float((Z_975 + Z_80) * math.sqrt(p_d / n))
 
 
 def _worse_test(worse: float, null: np.ndarray, boot: np.ndarray, limit: float) -> dict[str, Any]:

@@ -21,8 +21,8 @@ from pydantic import ValidationError
 
 from hy_eval._json import MAX_DEPTH, JsonTextError, loads_untrusted
 from hy_eval._terminal import neutralise
-from hy_eval.harness.runlog._files import PERTURB_FILE, CaseRecord, RunFolderError
-from hy_eval.harness.scoring._score import METRICS
+from hy_eval.harness.runlog import PERTURB_FILE, CaseRecord, RunFolderError
+from hy_eval.harness.scoring import METRICS
 
 #: A record holds a dataset line and model answers (each read at most ``MAX_DEPTH``
 #: deep) inside a few levels of its own; anything deeper was not written by a run.

@@ -17,8 +17,8 @@ import numpy as np
 
 from hy_eval.harness.analysis._outputs_diff import structural_diff
 from hy_eval.harness.analysis._stats import ratios_with_ci
-from hy_eval.harness.datasets._rename_text import replace_names
-from hy_eval.harness.runlog._files import read_perturb_file, read_record_dicts
+from hy_eval.harness.datasets import replace_names
+from hy_eval.harness.runlog import read_perturb_file, read_record_dicts
 
 #: Checks that a record carries only when they fail.
 ONLY_ON_FAILURE = ("parse", "error")

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from hy_eval.harness.runlog._files import RECORDS_NAME, RunFolderError, read_records
-from hy_eval.harness.scoring._score import METRICS
+from hy_eval.harness.runlog import RECORDS_NAME, RunFolderError, read_records
+from hy_eval.harness.scoring import METRICS
 
 
 def cases_frame(run_dir: str | Path) -> Any:

@@ -20,12 +20,11 @@ from typing import TYPE_CHECKING, Any
 
 from hy_eval.harness.analysis._aggregate import fmt_ratio
 from hy_eval.harness.analysis._stats import wilson_interval
-from hy_eval.harness.datasets._keywords import contains_all, keyword_problem
-from hy_eval.harness.scoring._fuzzy import match_fuzzy
-from hy_eval.harness.scoring._strict import decide
+from hy_eval.harness.datasets import contains_all, keyword_problem
+from hy_eval.harness.scoring import decide, match_fuzzy
 
 if TYPE_CHECKING:
-    from hy_eval.harness.scoring._judge import Judge
+    from hy_eval.harness.scoring import Judge
 
 
 class PairFileError(ValueError):

@@ -27,9 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hy_eval.harness.datasets._keywords import contains_all
-from hy_eval.harness.runlog._files import CaseRecord
-from hy_eval.harness.scoring._fuzzy import FUZZY_THRESHOLD, similarity
+from hy_eval.harness.datasets import contains_all
+from hy_eval.harness.runlog import CaseRecord
+from hy_eval.harness.scoring import FUZZY_THRESHOLD, similarity
 
 
 @dataclass(frozen=True)

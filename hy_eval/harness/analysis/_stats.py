@@ -225,3 +225,34 @@ def ratio_with_ci(
         np.asarray(den, dtype=float)[:, None] if len(den) else np.zeros((0, 1)),
         **kwargs,
     )[0]
+
+
+#: The normal quantiles of a two-sided 5% test and of 80% power.
+Z_975 = 1.959963984540054
+Z_80 = 0.8416212335729143
+
+
+def mcnemar_exact(fixed: int, broken: int) -> float:
+    """Two-sided exact McNemar p-value: a binomial test on the discordant pairs."""
+    if fixed == broken:
+        return 1.0
+    return min(1.0, 2.0 * binom_half_cdf(min(fixed, broken), fixed + broken))
+
+
+def mcnemar_one_sided(fixed: int, broken: int) -> float:
+    """Exact one-sided McNemar p-value of "B breaks more cases than it fixes":
+    P(X >= broken) for X ~ Binomial(fixed + broken, 1/2), which is P(X <= fixed)."""
+    return binom_half_cdf(fixed, fixed + broken) if fixed + broken else 1.0
+
+
+def minimum_detectable_effect(n: int, p_a: float, p_b: float, discordant: int) -> float | None:
+    """The smallest pass-rate difference a paired test on ``n`` cases detects with 80%
+    power at alpha 0.05: (z_.975 + z_.8) * sqrt(p_d / n), with p_d the share of discordant
+    cases; when none was observed, the share expected if outcomes were independent,
+    p_a(1 - p_b) + p_b(1 - p_a)."""
+    if n == 0:
+        return None
+    p_d = discordant / n if discordant else p_a * (1 - p_b) + p_b * (1 - p_a)
+    if p_d == 0:
+        p_d = 1.0 / n  # nothing varies yet: the floor one flipped case would give
+    return float((Z_975 + Z_80) * math.sqrt(p_d / n))

@@ -18,10 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hy_eval.harness.analysis._compare import Z_80, Z_975, minimum_detectable_effect
-from hy_eval.harness.datasets._keywords import canonical, members
-from hy_eval.harness.datasets._merges import Retrieval, retrieval
-from hy_eval.harness.datasets._schema import Case, Suite
+from hy_eval.harness.analysis._stats import Z_80, Z_975, minimum_detectable_effect
+from hy_eval.harness.datasets import Case, Retrieval, Suite, canonical, members, retrieval
 from hy_eval.memory._names import core_name
 
 #: Character n-grams of the near-duplicate test and the Jaccard similarity from which two

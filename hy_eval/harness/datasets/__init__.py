@@ -1,0 +1,112 @@
+"""The suites: the case schema and its loading, keyword items, gold expectations, the
+history suite, dataset checks, the LoCoMo importer and the perturbations."""
+
+from hy_eval.harness.datasets._expect import GoldFact
+from hy_eval.harness.datasets._history import check_history_case, run_history_suite
+from hy_eval.harness.datasets._keywords import (
+    Keyword,
+    canonical,
+    chinese_number,
+    chinese_to_digits,
+    contains_all,
+    contains_any,
+    english_to_digits,
+    first_forms,
+    fold,
+    keyword_problem,
+    matches,
+    members,
+)
+from hy_eval.harness.datasets._locomo import read_conversations
+from hy_eval.harness.datasets._locomo_cases import choose_keywords, import_locomo
+from hy_eval.harness.datasets._locomo_limits import (
+    MAX_DOCUMENTS,
+    MAX_INPUT_BYTES,
+    MAX_OUTPUT_BYTES,
+    MAX_SECONDS,
+    MAX_TEXT_CHARS,
+    MAX_ZIP_RATIO,
+    Limits,
+    LocomoError,
+)
+from hy_eval.harness.datasets._merges import (
+    Retrieval,
+    check_suite_merges,
+    merge_problems,
+    retrieval,
+)
+from hy_eval.harness.datasets._perturb import (
+    NAME_BANK,
+    PERTURBATIONS,
+    Skip,
+    parse_perturbations,
+    perturb,
+    perturb_suite,
+)
+from hy_eval.harness.datasets._rename_text import replace_names
+from hy_eval.harness.datasets._schema import (
+    DATASETS_DIR,
+    RULE_IDS,
+    Case,
+    CaseRef,
+    DatasetError,
+    HistoryCase,
+    Suite,
+    filter_cases,
+    load_suite,
+    select_cases,
+    spread,
+    suite_kind,
+)
+
+__all__ = [
+    "DATASETS_DIR",
+    "MAX_DOCUMENTS",
+    "MAX_INPUT_BYTES",
+    "MAX_OUTPUT_BYTES",
+    "MAX_SECONDS",
+    "MAX_TEXT_CHARS",
+    "MAX_ZIP_RATIO",
+    "NAME_BANK",
+    "PERTURBATIONS",
+    "RULE_IDS",
+    "Case",
+    "CaseRef",
+    "DatasetError",
+    "GoldFact",
+    "HistoryCase",
+    "Keyword",
+    "Limits",
+    "LocomoError",
+    "Retrieval",
+    "Skip",
+    "Suite",
+    "canonical",
+    "check_history_case",
+    "check_suite_merges",
+    "chinese_number",
+    "chinese_to_digits",
+    "choose_keywords",
+    "contains_all",
+    "contains_any",
+    "english_to_digits",
+    "filter_cases",
+    "first_forms",
+    "fold",
+    "import_locomo",
+    "keyword_problem",
+    "load_suite",
+    "matches",
+    "members",
+    "merge_problems",
+    "parse_perturbations",
+    "perturb",
+    "perturb_suite",
+    "read_conversations",
+    "replace_names",
+    "retrieval",
+    "run_history_suite",
+    "select_cases",
+    "spread",
+    "suite_kind",
+]

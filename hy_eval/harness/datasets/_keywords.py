@@ -118,7 +118,7 @@ def _english_numbers(words: list[str]) -> list[int]:
     return out
 
 
-def _english_to_digits(text: str) -> str:
+def english_to_digits(text: str) -> str:
     def repl(m: re.Match[str]) -> str:
         words = re.split(r"[\s-]+", m.group(0))
         return " ".join(str(n) for n in _english_numbers(words))
@@ -191,7 +191,7 @@ def _zh_run(m: re.Match[str]) -> str:
     return str(chinese_number(run))
 
 
-def _chinese_to_digits(text: str) -> str:
+def chinese_to_digits(text: str) -> str:
     # Digits with a multiplier first, so that the multiplier is not read on its own.
     return _ZH_RUN.sub(_zh_run, _DIGITS_TIMES.sub(_digits_times, text))
 
@@ -200,7 +200,7 @@ def _chinese_to_digits(text: str) -> str:
 def canonical(text: str) -> str:
     """The form keywords and texts are compared in (see the module docstring)."""
     t = _THOUSANDS_COMMA.sub("", fold(text))
-    t = _chinese_to_digits(_english_to_digits(t))
+    t = chinese_to_digits(english_to_digits(t))
     return _SPACE_DIGIT_LETTER.sub("", t)
 
 

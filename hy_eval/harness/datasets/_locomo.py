@@ -42,7 +42,7 @@ from hy_eval.harness.datasets._locomo_limits import (
     shown,
     zip_members,
 )
-from hy_eval.harness.text._words import fold, word_set
+from hy_eval.harness.text import fold, word_set
 from hy_eval.memory._extract import MAX_FACTS
 
 #: Characters of rendered earlier turns a case may carry as history (whole session parts,

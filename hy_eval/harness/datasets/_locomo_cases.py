@@ -30,7 +30,7 @@ from hy_eval.harness.datasets._locomo_history import History, turn_messages
 from hy_eval.harness.datasets._locomo_limits import MAX_CASE_OBSERVATIONS, Limits, LocomoError
 from hy_eval.harness.datasets._locomo_parts import Part, split_session
 from hy_eval.harness.datasets._schema import MAX_LINE_BYTES, Case, DatasetError, load_suite
-from hy_eval.harness.text._words import NEGATIONS, STOP_WORDS, fold, latin_words
+from hy_eval.harness.text import NEGATIONS, STOP_WORDS, fold, latin_words
 from hy_eval.memory._extract import MAX_FACTS
 
 _POSSESSIVE_RE = re.compile(r"['’]s$")

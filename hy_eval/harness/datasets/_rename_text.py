@@ -40,7 +40,7 @@ import re
 from collections.abc import Collection
 
 from hy_eval.conversation import is_cjk
-from hy_eval.harness.text._segment import is_word
+from hy_eval.harness.text import is_word
 from hy_eval.memory._names import boundary_after, boundary_before, is_word_char
 
 #: English given names that are also ordinary words (lower case), the bank's and others

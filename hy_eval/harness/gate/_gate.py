@@ -32,10 +32,19 @@ from pathlib import Path
 from typing import Any
 
 from hy_eval._toml import read_toml
-from hy_eval.harness.analysis._compare import Z_80, RunOutcomes, compare, run_outcomes
-from hy_eval.harness.analysis._stats import BOOTSTRAP_SAMPLES, SEED, format_p, holm, z_quantile
-from hy_eval.harness.runlog._files import read_run
-from hy_eval.harness.scoring._score import ACCURACY_METRICS, METRICS
+from hy_eval.harness.analysis import (
+    BOOTSTRAP_SAMPLES,
+    SEED,
+    Z_80,
+    RunOutcomes,
+    compare,
+    format_p,
+    holm,
+    run_outcomes,
+    z_quantile,
+)
+from hy_eval.harness.runlog import read_run
+from hy_eval.harness.scoring import ACCURACY_METRICS, METRICS
 
 BASELINES_DIR = Path("reports/baselines")
 GATE_KEYS = frozenset({"min", "max", "max_drop", "max_rise"})
@@ -114,7 +123,7 @@ def load_gates(path: str | Path) -> Gates:
 def _consistency_gates(path: str | Path, table: Any) -> dict[str, dict[str, float]]:
     """``[consistency.<perturbation>] min = 0.95``: a floor on the share of verdicts the
     perturbation leaves unchanged (issue 20)."""
-    from hy_eval.harness.datasets._perturb import PERTURBATIONS
+    from hy_eval.harness.datasets import PERTURBATIONS
 
     out: dict[str, dict[str, float]] = {}
     if not isinstance(table, dict):

@@ -16,7 +16,7 @@ from typing import Any
 
 from hy_eval.harness.report._compare_text import SHARED_NOTE, own_value_lines, verdict_lines
 from hy_eval.harness.report._pages import case_entry, render_page
-from hy_eval.harness.runlog._files import RECORDS_NAME, CaseRecord, read_records
+from hy_eval.harness.runlog import RECORDS_NAME, CaseRecord, read_records
 
 #: Flipped cases shown on the page; past this many the page says how many were left out.
 FLIP_LIMIT = 1000

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from hy_eval._terminal import neutralise
-from hy_eval.harness.scoring._matching import matcher_text
+from hy_eval.harness.scoring import matcher_text
 
 
 def _num(x: float | None, spec: str) -> str:

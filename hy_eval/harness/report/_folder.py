@@ -17,10 +17,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from hy_eval.harness.analysis._compare_input import checked_records
-from hy_eval.harness.datasets._schema import DatasetError, load_suite, select_cases
+from hy_eval.harness.analysis import checked_records
+from hy_eval.harness.datasets import DatasetError, load_suite, select_cases
 from hy_eval.harness.report._write import write_reports
-from hy_eval.harness.runlog._files import RECORDS_NAME, RunFolderError, read_manifest
+from hy_eval.harness.runlog import RECORDS_NAME, RunFolderError, read_manifest
 
 
 def planned_cases(manifest: dict[str, Any]) -> int | None:

@@ -17,9 +17,8 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from hy_eval.harness.runlog._files import CaseRecord
-from hy_eval.harness.scoring._quality import corrected_text, quality_text
-from hy_eval.harness.scoring._score import ACCURACY_METRICS, METRICS
+from hy_eval.harness.runlog import CaseRecord
+from hy_eval.harness.scoring import ACCURACY_METRICS, METRICS, corrected_text, quality_text
 
 #: Distinct system prompts kept once per page and referenced by index from each stage;
 #: past this many, a stage carries its own system prompt.

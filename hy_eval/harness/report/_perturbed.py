@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from hy_eval.harness.runlog._files import write_json
+from hy_eval.harness.runlog import write_json
 
 
 def _pct(entry: Mapping[str, Any]) -> str:

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from hy_eval.harness.report._ruletitles import rule_label
-from hy_eval.harness.scoring._score import ACCURACY_METRICS, METRICS, SUBJECT_KINDS
+from hy_eval.harness.scoring import ACCURACY_METRICS, METRICS, SUBJECT_KINDS
 
 #: Bars end at 1; the value and CI of a bar are written right of it, in this much room.
 _TEXT_ROOM = 0.45

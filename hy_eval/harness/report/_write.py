@@ -16,21 +16,27 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from hy_eval.harness.analysis._aggregate import (
+from hy_eval.harness.analysis import (
     RecordRows,
     breakdown_by,
     case_table,
     fmt_ratio,
     metrics_of,
+    ratio_with_ci,
     repeat_summary,
 )
-from hy_eval.harness.analysis._stats import ratio_with_ci
 from hy_eval.harness.report._pages import case_entry, report_page
 from hy_eval.harness.report._plots import draw
-from hy_eval.harness.runlog._files import RECORDS_NAME, CaseRecord, read_records, write_json
-from hy_eval.harness.scoring._matching import matcher_info, unusable_in
-from hy_eval.harness.scoring._quality import corrected_recall, corrected_text, quality_text
-from hy_eval.harness.scoring._score import METRICS, SUBJECT_KINDS
+from hy_eval.harness.runlog import RECORDS_NAME, CaseRecord, read_records, write_json
+from hy_eval.harness.scoring import (
+    METRICS,
+    SUBJECT_KINDS,
+    corrected_recall,
+    corrected_text,
+    matcher_info,
+    quality_text,
+    unusable_in,
+)
 
 DRILLDOWN_LIMIT = 1000
 

@@ -1,0 +1,37 @@
+"""Running a suite: the config, the plan, the runner and its case step, the batch path,
+run-folder locking and resume, record reuse, progress, perturbed and matrix runs."""
+
+from hy_eval.harness.run._casestep import run_case
+from hy_eval.harness.run._config import RunConfig
+from hy_eval.harness.run._folder import LOCK_NAME
+from hy_eval.harness.run._matrix import (
+    MatrixEntry,
+    MatrixResult,
+    combination_name,
+    flipped_sections,
+    metric_table,
+    run_matrix,
+    run_suite,
+)
+from hy_eval.harness.run._perturbed import run_with_perturbations
+from hy_eval.harness.run._plan import RunError
+from hy_eval.harness.run._progress import Progress, clock
+from hy_eval.harness.run._runner import Runner
+
+__all__ = [
+    "LOCK_NAME",
+    "MatrixEntry",
+    "MatrixResult",
+    "Progress",
+    "RunConfig",
+    "RunError",
+    "Runner",
+    "clock",
+    "combination_name",
+    "flipped_sections",
+    "metric_table",
+    "run_case",
+    "run_matrix",
+    "run_suite",
+    "run_with_perturbations",
+]

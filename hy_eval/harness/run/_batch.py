@@ -15,12 +15,12 @@ from __future__ import annotations
 import asyncio
 import signal
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from hy_eval._exitcodes import ExitCode, InterruptedRun
 from hy_eval._redact import redact
 from hy_eval._terminal import echo
 from hy_eval.harness.run._casestep import run_case
+from hy_eval.harness.run._config import RunConfig
 from hy_eval.harness.run._plan import RunError, RunPlan
 from hy_eval.llm import Completion, ConfigError, LLMClient, PriceTable, ProviderError, Request
 from hy_eval.llm._base import short_text
@@ -28,9 +28,6 @@ from hy_eval.llm._batch import STATE_NAME, BatchEngine, BatchState
 from hy_eval.llm._batch_spool import SPOOL_NAME, RequestSpool
 from hy_eval.llm._cache import cache_key, canonical_json
 from hy_eval.memory import MemoryStore
-
-if TYPE_CHECKING:
-    from hy_eval.harness.run._runner import RunConfig
 
 #: Batch prices are half the interactive ones at both vendors.
 BATCH_PRICE_FACTOR = 0.5

@@ -12,11 +12,17 @@ import time
 from typing import Any
 
 from hy_eval.conversation import normalise_messages, render_conversation
-from hy_eval.harness.datasets._schema import Case
-from hy_eval.harness.runlog._files import CaseRecord
-from hy_eval.harness.scoring._judge import Judge
-from hy_eval.harness.scoring._matching import Matcher, VerdictMatcher, static_matcher
-from hy_eval.harness.scoring._score import CaseScore, Outcome, score_case
+from hy_eval.harness.datasets import Case
+from hy_eval.harness.runlog import CaseRecord
+from hy_eval.harness.scoring import (
+    CaseScore,
+    Judge,
+    Matcher,
+    Outcome,
+    VerdictMatcher,
+    score_case,
+    static_matcher,
+)
 from hy_eval.llm import (
     CacheMiss,
     LLMClient,

@@ -22,15 +22,13 @@ import os
 import shlex
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from hy_eval._redact import redact
-from hy_eval.harness.runlog._files import RunManifest
-from hy_eval.harness.scoring._matching import MATCHERS
+from hy_eval.harness.run._config import RunConfig
+from hy_eval.harness.runlog import RunManifest
+from hy_eval.harness.scoring import MATCHERS
 from hy_eval.llm import DEFAULT_CACHE_PATH
-
-if TYPE_CHECKING:  # for annotations only: never imported at run time
-    from hy_eval.harness.run._runner import RunConfig
 
 try:
     import fcntl

@@ -15,9 +15,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from hy_eval.harness.datasets._schema import Suite
+from hy_eval.harness.datasets import Suite
+from hy_eval.harness.run._config import RunConfig
 from hy_eval.harness.run._plan import REPORTS_DIR, RunError
-from hy_eval.harness.run._runner import RunConfig, Runner
+from hy_eval.harness.run._runner import Runner
 from hy_eval.llm import ModelSpec
 
 
@@ -124,7 +125,7 @@ def run_matrix(
 
 
 def _compare_all(result: MatrixResult) -> None:
-    from hy_eval.harness.analysis._compare import compare, holm, run_outcomes
+    from hy_eval.harness.analysis import compare, holm, run_outcomes
 
     base = run_outcomes(result.entries[0].run_dir)
     comparisons = [compare(base, run_outcomes(e.run_dir)) for e in result.entries[1:]]
@@ -137,7 +138,7 @@ def _compare_all(result: MatrixResult) -> None:
 
 def metric_table(entries: Sequence[MatrixEntry]) -> list[str]:
     """A Markdown table: one row per metric and tokens per case, one column per run."""
-    from hy_eval.harness.scoring._score import METRICS
+    from hy_eval.harness.scoring import METRICS
 
     lines = [
         "| metric | " + " | ".join(e.name for e in entries) + " |",
@@ -176,8 +177,7 @@ def flipped_sections(result: MatrixResult) -> list[str]:
 
 
 def _write_matrix(result: MatrixResult) -> None:
-    from hy_eval.harness.analysis._compare import comparison_text
-    from hy_eval.harness.report._compare_page import write_compare_page
+    from hy_eval.harness.report import comparison_text, write_compare_page
 
     result.text = (
         "\n".join(metric_table(result.entries))

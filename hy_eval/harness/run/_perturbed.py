@@ -16,16 +16,16 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from hy_eval.harness.analysis._consistency import perturbation_section
-from hy_eval.harness.datasets._perturb import perturb_suite
-from hy_eval.harness.datasets._schema import load_suite, select_cases
-from hy_eval.harness.report._perturbed import add_perturbations
+from hy_eval.harness.analysis import perturbation_section
+from hy_eval.harness.datasets import load_suite, perturb_suite, select_cases
+from hy_eval.harness.report import add_perturbations
+from hy_eval.harness.run._config import RunConfig
 from hy_eval.harness.run._plan import RunError
-from hy_eval.harness.runlog._files import PERTURB_FILE, write_json
+from hy_eval.harness.runlog import PERTURB_FILE, write_json
 
 
 def run_with_perturbations(
-    config: Any, names: list[str], seed: int = 0
+    config: RunConfig, names: list[str], seed: int = 0
 ) -> tuple[Path, dict[str, Any], int]:
     """The base run, then one run per perturbation under ``RUN/perturb/<name>/``; the
     base's summary.json and report.md get the perturbations' sections. Each perturbed

@@ -8,30 +8,27 @@ import datetime as dt
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from hy_eval._exitcodes import ExitCode
-from hy_eval.harness.datasets._perturb import perturb_suite
-from hy_eval.harness.datasets._schema import (
+from hy_eval.harness.datasets import (
     DATASETS_DIR,
     CaseRef,
     DatasetError,
     Suite,
     load_suite,
+    perturb_suite,
     select_cases,
 )
+from hy_eval.harness.run._config import RunConfig
 from hy_eval.harness.run._folder import (
     apply_saved,
     endpoint_mismatch,
     folder_problem,
     settings_problem,
 )
-from hy_eval.harness.runlog._files import RECORDS_NAME, RunFolderError, RunManifest, read_manifest
+from hy_eval.harness.runlog import RECORDS_NAME, RunFolderError, RunManifest, read_manifest
 from hy_eval.memory import PromptError, PromptLibrary
 from hy_eval.memory._prompts import LANGUAGES, STAGES
-
-if TYPE_CHECKING:  # for annotations only: never imported at run time
-    from hy_eval.harness.run._runner import RunConfig
 
 REPORTS_DIR = Path("reports")
 

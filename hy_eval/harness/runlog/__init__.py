@@ -1,0 +1,46 @@
+"""Every file a run folder holds, as it is written and read: the manifest, the case
+records, perturb.json, and the helpers that write them whole."""
+
+from hy_eval.harness.runlog._files import (
+    PERTURB_FILE,
+    RECORDS_NAME,
+    SCHEMA_VERSION,
+    CaseRecord,
+    RecordWriter,
+    RunFolderError,
+    RunLog,
+    RunManifest,
+    git_state,
+    package_versions,
+    read_manifest,
+    read_perturb_file,
+    read_record_dicts,
+    read_records,
+    read_run,
+    record_key,
+    repair_records,
+    write_json,
+    write_manifest,
+)
+
+__all__ = [
+    "PERTURB_FILE",
+    "RECORDS_NAME",
+    "SCHEMA_VERSION",
+    "CaseRecord",
+    "RecordWriter",
+    "RunFolderError",
+    "RunLog",
+    "RunManifest",
+    "git_state",
+    "package_versions",
+    "read_manifest",
+    "read_perturb_file",
+    "read_record_dicts",
+    "read_records",
+    "read_run",
+    "record_key",
+    "repair_records",
+    "write_json",
+    "write_manifest",
+]

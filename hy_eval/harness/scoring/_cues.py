@@ -13,7 +13,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from hy_eval.harness.text._words import latin_words, word_set
+from hy_eval.harness.text import latin_words, word_set
 
 _EN_NEGATIONS = word_set("not no never nobody nothing none cannot neither nor without")
 _ZH_NEGATIONS = word_set(

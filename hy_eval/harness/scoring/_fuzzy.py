@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from hy_eval.harness.text._words import features, fold, is_negated
+from hy_eval.harness.text import features, fold, is_negated
 
 #: Dice similarity at or above which two facts count as the same fact. At 0.5 a short
 #: fact that differs only in its object ("likes coffee" / "likes tea": 0.5; "喜欢喝咖啡" /

@@ -8,8 +8,7 @@ the last one could not be found by any answer, however right."""
 from __future__ import annotations
 
 from hy_eval.conversation._render import is_cjk
-from hy_eval.harness.datasets._expect import GoldFact
-from hy_eval.harness.datasets._schema import Suite
+from hy_eval.harness.datasets import GoldFact, Suite
 from hy_eval.harness.scoring._matching import speaker_words
 from hy_eval.harness.scoring._strict import decide
 from hy_eval.memory import Speakers

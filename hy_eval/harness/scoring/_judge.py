@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from hy_eval.harness.datasets._expect import GoldFact
+from hy_eval.harness.datasets import GoldFact
 from hy_eval.harness.scoring._matching import Verdict, VerdictMatcher, gold_text
 from hy_eval.llm import LLMClient, ModelOptions, ProviderError, Request
 from hy_eval.llm._base import short_text
@@ -118,13 +118,6 @@ class JudgeSettings:
     model: str | None = None
     base_url: str | None = None
     variant: str = "default"
-
-
-def judge_settings(config: Any) -> JudgeSettings:
-    """The judge settings of a ``RunConfig``."""
-    return JudgeSettings(
-        config.judge_provider, config.judge_model, config.judge_base_url, config.judge_variant
-    )
 
 
 def judge_options(pipeline: ModelOptions, settings: JudgeSettings) -> ModelOptions:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
-from hy_eval.harness.datasets._keywords import fold
+from hy_eval.harness.datasets import fold
 
 _PATH = Path(__file__).with_name("data") / "lexicon_en_zh.txt"
 

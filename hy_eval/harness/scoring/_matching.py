@@ -21,8 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from hy_eval.harness.datasets._expect import GoldFact
-from hy_eval.harness.datasets._keywords import contains_all, first_forms
+from hy_eval.harness.datasets import GoldFact, contains_all, first_forms
 from hy_eval.harness.scoring._fuzzy import match_fuzzy, max_weight_assignment
 from hy_eval.harness.scoring._quality import quality_of, quality_text
 from hy_eval.harness.scoring._strict import AGREEMENT_THRESHOLD, decide

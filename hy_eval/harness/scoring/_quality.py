@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from hy_eval.harness.datasets._schema import DATASETS_DIR
+from hy_eval.harness.datasets import DATASETS_DIR
 
 QUALITY_FILE = DATASETS_DIR / "matcher_pairs" / "quality.json"
 

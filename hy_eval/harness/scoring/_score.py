@@ -11,8 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from hy_eval.harness.datasets._keywords import contains_all, contains_any, fold
-from hy_eval.harness.datasets._schema import Case
+from hy_eval.harness.datasets import Case, contains_all, contains_any, fold
 from hy_eval.harness.scoring._matching import KeywordMatcher, Matcher
 from hy_eval.memory import Speakers, Subject, same_subject, subject_of
 

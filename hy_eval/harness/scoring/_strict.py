@@ -38,20 +38,24 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from hy_eval.conversation._render import is_cjk
-from hy_eval.harness.datasets._keywords import (
-    Keyword,
-    _chinese_to_digits,
-    _english_to_digits,
-    canonical,
-    fold,
-)
+from hy_eval.harness.datasets import Keyword, canonical, chinese_to_digits, english_to_digits, fold
 from hy_eval.harness.scoring._cues import Cues, alternative_question, conflict, cue_words, read_cues
 from hy_eval.harness.scoring._frames import replaced_in_frame, turned_direction
 from hy_eval.harness.scoring._lexicon import translations
 from hy_eval.harness.scoring._numforms import other_values, read_forms
 from hy_eval.harness.scoring._values import replaced_value, value_key
-from hy_eval.harness.text._segment import inside_a_word, is_word, segments, words
-from hy_eval.harness.text._words import _HAN, STOP_WORDS, _ordered, latin_words, word_form, word_set
+from hy_eval.harness.text import (
+    HAN,
+    STOP_WORDS,
+    inside_a_word,
+    is_word,
+    latin_words,
+    segments,
+    split_words,
+    word_form,
+    word_set,
+    words,
+)
 from hy_eval.memory._extract import CUT_MARK
 
 #: The share of the gold text's content words the prediction must hold. Chosen on the
@@ -128,7 +132,7 @@ def _found(text: str, kw: str, names: tuple[str, ...], exact: bool) -> bool:
     return False
 
 
-_HAN_CLASS = f"[{_HAN}]"
+_HAN_CLASS = f"[{HAN}]"
 _HAN_LATIN_SPACE = re.compile(rf"(?<={_HAN_CLASS}) +(?=[a-z0-9])|(?<=[a-z0-9]) +(?={_HAN_CLASS})")
 
 
@@ -268,7 +272,7 @@ def _verb_like(before: list[str], word: str, name_words: set[str]) -> bool:
 def _frame_text(text: str) -> str:
     """The text the frame rules read: folded, numbers, ordinals and clock times as
     digits (twenty-first is 21, 8pm is 20:00, 四千六 is 4600)."""
-    return _chinese_to_digits(_english_to_digits(_read_ordinals_and_clock(text)))
+    return chinese_to_digits(english_to_digits(_read_ordinals_and_clock(text)))
 
 
 #: The end of a sentence the pipeline cut to its length limit: the mark and the part of
@@ -298,14 +302,14 @@ def _frame_problem(gold: str, sentence: str, names: tuple[str, ...]) -> str | No
 _ORDINALS = {
     w: str(i)
     for i, w in enumerate(
-        _ordered(
+        split_words(
             "eleventh twelfth thirteenth fourteenth fifteenth sixteenth seventeenth "
             "eighteenth nineteenth twentieth"
         ),
         11,
     )
 }
-_UNIT_ORDINALS = _ordered("first second third fourth fifth sixth seventh eighth ninth")
+_UNIT_ORDINALS = split_words("first second third fourth fifth sixth seventh eighth ninth")
 _TENS_ORDINAL = re.compile(rf"\b(twenty|thirty)[\s-]({'|'.join(_UNIT_ORDINALS)})\b")
 _CLOCK = re.compile(r"\b(\d{1,2})(?::(\d\d))?\s*(am|pm)\b")
 

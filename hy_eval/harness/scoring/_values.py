@@ -20,8 +20,7 @@ import re
 from functools import lru_cache
 from typing import Any
 
-from hy_eval.harness.text._segment import _tokenizer, segments
-from hy_eval.harness.text._words import fold, word_set
+from hy_eval.harness.text import fold, jieba_tokenizer, segments, word_set
 
 #: Chinese part-of-speech tags of proper names: places, transliterated names,
 #: organisations, other proper nouns.
@@ -88,7 +87,7 @@ _SENTENCE_START = re.compile(r"(?:^|[.!?。！？]\s*)([A-Za-z][A-Za-z'’-]*)")
 def _pos_tokenizer() -> Any:
     import jieba.posseg
 
-    return jieba.posseg.POSTokenizer(_tokenizer())
+    return jieba.posseg.POSTokenizer(jieba_tokenizer())
 
 
 @lru_cache(maxsize=65536)

@@ -27,7 +27,7 @@ Span = tuple[int, int]
 
 
 @lru_cache(maxsize=1)
-def _tokenizer() -> Any:
+def jieba_tokenizer() -> Any:
     import jieba
 
     jieba.setLogLevel(logging.WARNING)  # its dictionary load logs to stderr
@@ -45,7 +45,7 @@ def _name_pattern(names: tuple[str, ...]) -> re.Pattern[str] | None:
 def segments(text: str, names: tuple[str, ...] = ()) -> tuple[tuple[Span, ...], tuple[Span, ...]]:
     """``(words, search)``: the spans of ``text``'s words, and those words plus the
     dictionary words inside them (jieba's search mode). Names are words of their own."""
-    tok = _tokenizer()
+    tok = jieba_tokenizer()
     words: list[Span] = []
     search: list[Span] = []
     pieces: list[tuple[int, int, bool]] = []  # (start, end, is a name)

@@ -14,9 +14,9 @@ import unicodedata
 from collections.abc import Iterable
 
 #: Han characters (CJK unified ideographs, extension A, compatibility ideographs).
-_HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-_LETTER = rf"(?:(?![{_HAN}])[^\W_])"
-_TOKEN_RE = re.compile(rf"(?P<han>[{_HAN}]+)|(?P<word>{_LETTER}+(?:['’]{_LETTER}+)*)")
+HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_LETTER = rf"(?:(?![{HAN}])[^\W_])"
+_TOKEN_RE = re.compile(rf"(?P<han>[{HAN}]+)|(?P<word>{_LETTER}+(?:['’]{_LETTER}+)*)")
 
 
 def word_set(text: str) -> frozenset[str]:
@@ -24,7 +24,7 @@ def word_set(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
-def _ordered(text: str) -> list[str]:
+def split_words(text: str) -> list[str]:
     return text.split()
 
 
@@ -51,7 +51,7 @@ NEGATIONS = word_set("not no never nobody nothing none cannot neither")
 _NUMBER_WORDS = {
     w: str(i)
     for i, w in enumerate(
-        _ordered(
+        split_words(
             "zero one two three four five six seven eight nine ten eleven twelve thirteen "
             "fourteen fifteen sixteen seventeen eighteen nineteen twenty"
         )
@@ -60,7 +60,7 @@ _NUMBER_WORDS = {
 _NUMBER_WORDS.update(
     {
         w: str(10 * i)
-        for i, w in enumerate(_ordered("thirty forty fifty sixty seventy eighty ninety"), 3)
+        for i, w in enumerate(split_words("thirty forty fifty sixty seventy eighty ninety"), 3)
     }
 )
 
@@ -109,7 +109,7 @@ def features(text: str, ignore: Iterable[str] = ()) -> set[str]:
     skip_words: set[str] = set()
     for item in (*ignore, *ZH_SUBJECT_WORDS):
         f = fold(item)
-        if re.search(f"[{_HAN}]", f):
+        if re.search(f"[{HAN}]", f):
             folded = folded.replace(f, " ")
         skip_words.update(word_form(w) for w in latin_words(f))
     out: set[str] = set()
