@@ -56,8 +56,9 @@ class ModelOptions:
     cache_path: str | None = DEFAULT_CACHE_PATH
 
     def problem(self) -> str | None:
-        """A one-line problem with the numbers or choices, or ``None``. Worded like the
-        runner's own settings check (``_runfolder.settings_problem``)."""
+        """A one-line problem with the numbers or choices, or ``None``. The only check of
+        these flags: ``memory add`` calls it, and so does ``RunConfig.problem`` for
+        ``run``."""
         if not _number(self.timeout) or self.timeout <= 0:
             return f"--timeout must be above 0 seconds (got {self.timeout!r})"
         if not _integer(self.retries) or self.retries < 0:

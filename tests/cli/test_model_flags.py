@@ -221,7 +221,7 @@ def test_prices_reach_the_run(command, server):
 def test_run_config_carries_every_model_option():
     """``RunConfig`` has a field of the same name and default for each model option, so
     ``run`` cannot drop one on the way to the runner's client."""
-    run_fields = {f.name: f.default for f in fields(RunConfig)}
+    run_fields = {name: f.default for name, f in RunConfig.model_fields.items()}
     for f in fields(ModelOptions):
         assert f.name in run_fields
         assert run_fields[f.name] == f.default, f.name

@@ -1,73 +1,140 @@
 """``RunConfig``: what one run is asked to do, the bottom of ``run/``: the plan, the
 folder rules, the batch path and the runner all read it, and it imports none of them.
-The model flags are ``ModelOptions``' fields under the same names, so ``run`` and
-``memory add`` take them the same way."""
+
+It is built in one place (the command line, or :meth:`RunConfig.of` from the model
+options), checked in one place (:meth:`RunConfig.problem`: the run's own flags here, the
+model flags by ``ModelOptions.problem``, so ``run`` and ``memory add`` word them alike),
+and a resume takes the manifest's settings by validating them field by field
+(:meth:`RunConfig.resumed`): a manifest is input, never trusted (rule E2)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from collections.abc import Mapping
+from dataclasses import fields
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
 from hy_eval._redact import redact_tree
-from hy_eval.harness.scoring import JudgeSettings
-from hy_eval.llm import ModelOptions
+from hy_eval.harness.scoring import MATCHERS, JudgeSettings
+from hy_eval.llm import DEFAULT_CACHE_PATH, ModelOptions
+
+#: Settings a resume takes from the manifest, unless the command line moved them off
+#: their default (a flag given with its default value cannot be told from no flag).
+KEPT_ON_RESUME = (
+    "cache_mode",
+    "concurrency",
+    "threads",
+    "reuse",
+    "timeout",
+    "retries",
+    "retry_base_delay",
+    "max_error_rate",
+    "batch",
+    "batch_poll_interval",
+    "batch_cancel_on_interrupt",
+)
+#: Identity fields a resume takes from the manifest, with the case selection. No
+#: endpoint is among them: the pipeline's and the judge's provider, model and base URL
+#: come from the command line and must match the manifest (``endpoint_mismatch``).
+SAVED_IDENTITY = (
+    "suite",
+    "matcher",
+    "judge_variant",
+    "structured",
+    "variant",
+    "guard",
+    "repeats",
+    "temperature",
+    "pass_k",
+    "perturb",
+    "perturb_seed",
+    "limit",
+    "sample",
+    "filter",
+)
 
 
-@dataclass
-class RunConfig:
+class RunConfig(BaseModel):
     """What to run. The model fields carry ``ModelOptions``' names (see :meth:`of`)."""
 
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
     suite: str = "multi_speaker"
+    """Suite name (a folder under datasets/) or a folder path."""
     provider: str = "local"
+    """``local`` (embedded llama.cpp), ``openai`` (and compatible servers) or ``anthropic``."""
     model: str | None = None
+    """Model id, or a GGUF path for ``local``; ``None`` for the provider's default."""
     base_url: str | None = None
-    api_key: str | None = field(default=None, repr=False)  # never written anywhere
+    """Endpoint of an OpenAI-compatible or Anthropic server."""
+    api_key: str | None = Field(default=None, repr=False)
+    """The key; never written anywhere (``params`` leaves it out)."""
     structured: str | None = None
+    """openai only: how to ask for JSON (``json_schema``, ``tools``, ``auto``, ...)."""
     variant: str = "default"
+    """The prompt variant (a folder under prompts/)."""
     limit: int | None = None
-    #: Run N cases spread evenly over the (filtered) suite: a fixed subset (``spread``).
+    """Run the first N cases of the (filtered) suite."""
     sample: int | None = None
+    """Run N cases spread evenly over the (filtered) suite: a fixed subset (``spread``)."""
     filter: str | None = None
+    """Case filter, ``key=value`` pairs (docs/datasets.md)."""
     concurrency: int | None = None
+    """Calls at once; ``None`` for the provider's default."""
     cache_mode: str = "read-write"
-    cache_path: str = ".hy_eval/cache.sqlite"
+    """``read-write``, ``replay-only``, ``off`` or ``refresh``."""
+    cache_path: str | None = DEFAULT_CACHE_PATH
+    """The answer cache file (``None`` only with ``cache_mode="off"``)."""
     out: str | None = None
+    """The run folder of a new run (default: a new folder under reports/)."""
     resume: str | None = None
+    """The run folder to resume."""
     guard: bool = True
-    #: Reuse finished case records from the cache (read-write mode only; _reuse.py).
+    """The reconcile step's cross-subject guard (rule R2)."""
     reuse: bool = True
+    """Reuse finished case records from the cache (read-write mode only; ``_reuse.py``)."""
     timeout: float = 120.0
-    #: The local model's threads (``ModelOptions.threads``; not in any cache key).
+    """Seconds per call (the local model is not timed out)."""
     threads: int | None = None
+    """The local model's threads (``ModelOptions.threads``; not in any cache key)."""
     retries: int = 4
-    #: First backoff delay in seconds (doubles per retry); tests shorten it.
+    """Retries per call for errors that a retry can cure."""
     retry_base_delay: float = 0.5
+    """First backoff delay in seconds (doubles per retry); tests shorten it."""
     max_error_rate: float = 0.1
+    """The run fails (exit 1) when more than this share of its cases errored."""
     prices: str | None = None
+    """A price table file (per million tokens) for the cost figures."""
     progress: bool = True
-    #: Run each case this many times (distinct cache keys per repeat).
+    """Show the progress line."""
     repeats: int = 1
+    """Run each case this many times (distinct cache keys per repeat)."""
     temperature: float = 0.0
-    #: A case passes when at least this many of its repeats pass (default: all).
+    """Sampling temperature of every request."""
     pass_k: int | None = None
-    #: Run the suite perturbed by this perturbation (issue 20, ``_perturb.py``).
+    """A case passes when at least this many of its repeats pass (default: all)."""
     perturb: str | None = None
+    """Run the suite perturbed by this perturbation (``datasets/_perturb.py``)."""
     perturb_seed: int = 0
-    #: How predicted facts are paired with gold facts: keyword, fuzzy or judge
-    #: (``_matching.py``, docs/metrics.md "Matchers").
+    """The perturbation's seed."""
     matcher: str = "strict"
-    #: The judge's model, when ``matcher`` is judge (``None``: the pipeline's).
+    """How predicted facts are paired with gold facts: strict, keyword, fuzzy or judge
+    (``scoring/_matching.py``, docs/metrics.md "Matchers")."""
     judge_provider: str | None = None
+    """The judge's provider, when ``matcher`` is judge (``None``: the pipeline's)."""
     judge_model: str | None = None
+    """The judge's model (``None``: the pipeline's)."""
     judge_base_url: str | None = None
-    #: The prompt variant whose ``judge.<lang>.j2`` the judge uses.
+    """The judge's endpoint (``None``: the pipeline's)."""
     judge_variant: str = "default"
-    #: Fetch the answers through the vendor's batch endpoints first (``_batchrun.py``).
+    """The prompt variant whose ``judge.<lang>.j2`` the judge uses."""
     batch: bool = False
-    #: Seconds between two polls of the batches.
+    """Fetch the answers through the vendor's batch endpoints first (``run/_batch.py``)."""
     batch_poll_interval: float = 30.0
-    #: On Ctrl-C cancel the remote batches (default: leave them running, resumable).
+    """Seconds between two polls of the batches."""
     batch_cancel_on_interrupt: bool = False
+    """On Ctrl-C cancel the remote batches (default: leave them running, resumable)."""
 
     @classmethod
     def of(cls, options: ModelOptions, **settings: Any) -> RunConfig:
@@ -85,5 +152,61 @@ class RunConfig:
         )
 
     def params(self) -> dict[str, Any]:
-        d = {k: v for k, v in self.__dict__.items() if k not in ("api_key", "progress")}
+        """The settings a manifest records: every field but the key and the progress
+        switch, credentials in URLs redacted."""
+        d = {k: v for k, v in self.model_dump().items() if k not in ("api_key", "progress")}
         return redact_tree(d)
+
+    def resumed(self, saved: Mapping[str, Any]) -> RunConfig:
+        """This config with a resumed run's settings (its manifest's ``params``): the
+        identity and selection always, the ``KEPT_ON_RESUME`` settings where the command
+        line left the default. Each value taken is validated strictly against its
+        field's type (``true`` is no count, ``"5"`` no number); ``ValueError`` names the
+        first that is not."""
+        defaults = RunConfig()
+        taken = {k: saved[k] for k in SAVED_IDENTITY if k in saved}
+        taken |= {
+            k: saved[k]
+            for k in KEPT_ON_RESUME
+            if k in saved and getattr(self, k) == getattr(defaults, k)
+        }
+        try:
+            return RunConfig.model_validate({**self.model_dump(), **taken}, strict=True)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            raise ValueError(
+                f"params.{where} {first['msg'][0].lower()}{first['msg'][1:]} "
+                f"(got {first['input']!r})"
+            ) from None
+
+    def problem(self) -> str | None:
+        """A one-line problem with the run's numbers and choices, or ``None``: the run's
+        own flags here, the model flags by ``ModelOptions.problem`` (one check a flag)."""
+        for flag, value, optional in (
+            ("--limit", self.limit, True),
+            ("--sample", self.sample, True),
+            ("--repeats", self.repeats, False),
+        ):
+            if not (optional and value is None) and not _int_at_least(value, 1):
+                return f"{flag} must be at least 1 (got {value!r})"
+        if not _number_in(self.max_error_rate, 0.0, 1.0):
+            return f"--max-error-rate must be between 0 and 1 (got {self.max_error_rate!r})"
+        if self.pass_k is not None and not (
+            _int_at_least(self.pass_k, 1) and self.pass_k <= self.repeats
+        ):
+            rule = f"between 1 and --repeats ({self.repeats})"
+            return f"--pass-k must be {rule} (got {self.pass_k!r})"
+        if self.matcher not in MATCHERS:
+            return f"--matcher must be one of {', '.join(MATCHERS)} (got {self.matcher!r})"
+        return self.model_options().problem()
+
+
+def _int_at_least(value: Any, low: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= low
+
+
+def _number_in(value: Any, low: float, high: float) -> bool:
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or value != value:
+        return False
+    return low <= value <= high

@@ -20,14 +20,12 @@ from __future__ import annotations
 
 import os
 import shlex
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from hy_eval._redact import redact
 from hy_eval.harness.run._config import RunConfig
 from hy_eval.harness.runlog import RunManifest
-from hy_eval.harness.scoring import MATCHERS
 from hy_eval.llm import DEFAULT_CACHE_PATH
 
 try:
@@ -36,38 +34,6 @@ except ImportError:  # pragma: no cover - Windows: runs are not locked there
     fcntl = None  # type: ignore[assignment]
 
 LOCK_NAME = ".lock"
-
-#: Settings a resume takes from the manifest, unless the command line moved them off
-#: their default (a flag given with its default value cannot be told from no flag).
-KEPT_ON_RESUME = (
-    "cache_mode",
-    "concurrency",
-    "threads",
-    "reuse",
-    "timeout",
-    "retries",
-    "retry_base_delay",
-    "max_error_rate",
-    "batch",
-    "batch_poll_interval",
-    "batch_cancel_on_interrupt",
-)
-#: Identity fields a resume takes from the manifest. No endpoint is among them: the
-#: pipeline's and the judge's provider, model and base URL come from the command line and
-#: must match the manifest (:func:`endpoint_mismatch`).
-SAVED_IDENTITY = (
-    "suite",
-    "matcher",
-    "judge_variant",
-    "structured",
-    "variant",
-    "guard",
-    "repeats",
-    "temperature",
-    "pass_k",
-    "perturb",
-    "perturb_seed",
-)
 
 
 class FolderLock:
@@ -98,18 +64,6 @@ def lock_folder(run_dir: Path) -> tuple[FolderLock | None, str | None]:
             os.close(fd)
             return None, f"{run_dir}: another run is writing this folder; wait for it to end"
     return FolderLock(fd), None
-
-
-def apply_saved(cfg: RunConfig, saved: Mapping[str, Any]) -> None:
-    """Take the run's identity and settings from its manifest's ``params`` into ``cfg``
-    (a resume)."""
-    defaults = type(cfg)()
-    for key in (*SAVED_IDENTITY, "limit", "sample", "filter"):
-        if key in saved:
-            setattr(cfg, key, saved[key])
-    for key in KEPT_ON_RESUME:
-        if key in saved and getattr(cfg, key) == getattr(defaults, key):
-            setattr(cfg, key, saved[key])
 
 
 def model_mismatch(
@@ -181,57 +135,6 @@ def endpoint_mismatch(run_dir: Path, manifest: RunManifest, cfg: RunConfig) -> s
             f"{run_dir} was run with {flag} {saved or '(none)'}, this command line "
             f"gives {given or '(none)'}; resume with: {resume_command(run_dir, manifest)}"
         )
-    return None
-
-
-def _int_at_least(value: Any, low: int) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= low
-
-
-def _number_in(
-    value: Any, low: float, high: float | None = None, *, open_low: bool = False
-) -> bool:
-    if not isinstance(value, (int, float)) or isinstance(value, bool) or value != value:
-        return False
-    if value < low or (open_low and value == low):
-        return False
-    return high is None or value <= high
-
-
-def settings_problem(cfg: RunConfig) -> str | None:
-    """A one-line problem with ``cfg``'s numbers and choices, or ``None``."""
-    checks: list[tuple[str, Any, bool, str]] = [
-        ("--limit", cfg.limit, cfg.limit is None or _int_at_least(cfg.limit, 1), "at least 1"),
-        ("--sample", cfg.sample, cfg.sample is None or _int_at_least(cfg.sample, 1), "at least 1"),
-        (
-            "--concurrency",
-            cfg.concurrency,
-            cfg.concurrency is None or _int_at_least(cfg.concurrency, 1),
-            "at least 1",
-        ),
-        ("--repeats", cfg.repeats, _int_at_least(cfg.repeats, 1), "at least 1"),
-        ("--timeout", cfg.timeout, _number_in(cfg.timeout, 0.0, open_low=True), "above 0 seconds"),
-        ("--retries", cfg.retries, _int_at_least(cfg.retries, 0), "0 or more"),
-        ("--retry-delay", cfg.retry_base_delay, _number_in(cfg.retry_base_delay, 0.0), "0 or more"),
-        (
-            "--max-error-rate",
-            cfg.max_error_rate,
-            _number_in(cfg.max_error_rate, 0.0, 1.0),
-            "between 0 and 1",
-        ),
-        ("--temperature", cfg.temperature, _number_in(cfg.temperature, 0.0), "0 or more"),
-    ]
-    for flag, value, ok, rule in checks:
-        if not ok:
-            return f"{flag} must be {rule} (got {value!r})"
-    if cfg.pass_k is not None and not (_int_at_least(cfg.pass_k, 1) and cfg.pass_k <= cfg.repeats):
-        return f"--pass-k must be between 1 and --repeats ({cfg.repeats}) (got {cfg.pass_k!r})"
-    if cfg.matcher not in MATCHERS:
-        return f"--matcher must be one of {', '.join(MATCHERS)} (got {cfg.matcher!r})"
-    for key in ("filter", "suite", "variant"):
-        value = getattr(cfg, key)
-        if value is not None and not isinstance(value, str):
-            return f"--{key} must be text (got {value!r})"
     return None
 
 

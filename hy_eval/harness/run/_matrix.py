@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -103,13 +103,14 @@ def run_matrix(
     for spec in models:
         for variant in variants:
             name = combination_name(spec, variant)
-            config = replace(
-                base,
-                provider=spec.provider,
-                model=spec.model or base.model,
-                base_url=base.base_url if spec.provider == base.provider else None,
-                variant=variant,
-                out=str(root / name),
+            config = base.model_copy(
+                update={
+                    "provider": spec.provider,
+                    "model": spec.model or base.model,
+                    "base_url": base.base_url if spec.provider == base.provider else None,
+                    "variant": variant,
+                    "out": str(root / name),
+                }
             )
             try:
                 run_dir, summary, code = run_suite(config, perturbations, seed)

@@ -12,7 +12,6 @@ RUN/perturb/<name>`` shows the same consistency; docs/metrics.md defines it.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +31,9 @@ def run_with_perturbations(
     folder is resumed when it holds records already."""
     from hy_eval.harness.run._runner import Runner
 
-    run_dir, summary, code = Runner(config).run()
+    runner = Runner(config)
+    run_dir, summary, code = runner.run()
+    config = runner.config  # a resume's: the suite and selection the manifest names
     suite = load_suite(config.suite)
     refs = select_cases(suite.refs, config.filter, config.sample, config.limit)
     sections: dict[str, Any] = {}
@@ -53,12 +54,13 @@ def run_with_perturbations(
         )
         if ps.refs:
             resume = (sub_dir / "cases.jsonl").exists()
-            sub = replace(
-                config,
-                out=None if resume else str(sub_dir),
-                resume=str(sub_dir) if resume else None,
-                perturb=name,
-                perturb_seed=seed,
+            sub = config.model_copy(
+                update={
+                    "out": None if resume else str(sub_dir),
+                    "resume": str(sub_dir) if resume else None,
+                    "perturb": name,
+                    "perturb_seed": seed,
+                }
             )
             try:
                 _, _, sub_code = Runner(sub).run()

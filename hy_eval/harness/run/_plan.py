@@ -21,10 +21,8 @@ from hy_eval.harness.datasets import (
 )
 from hy_eval.harness.run._config import RunConfig
 from hy_eval.harness.run._folder import (
-    apply_saved,
     endpoint_mismatch,
     folder_problem,
-    settings_problem,
 )
 from hy_eval.harness.runlog import RECORDS_NAME, RunFolderError, RunManifest, read_manifest
 from hy_eval.memory import PromptError, PromptLibrary
@@ -49,6 +47,8 @@ class RunError(Exception):
 class RunPlan:
     """What a run is about to do."""
 
+    #: The settings it runs with (a resume's: the manifest's identity and selection).
+    config: RunConfig
     suite: Suite
     cases: list[CaseRef]
     prompts: PromptLibrary
@@ -58,21 +58,25 @@ class RunPlan:
 
 
 def plan_run(cfg: RunConfig, suite: Suite | None = None) -> RunPlan:
-    """The plan of the run ``cfg`` describes (``cfg`` takes a resumed run's settings).
+    """The plan of the run ``cfg`` describes (on a resume, with the run's saved settings).
     ``suite`` is the suite ``cfg.suite`` names when the caller has loaded it already."""
     previous: RunManifest | None = None
     if cfg.resume:
+        resume_dir = Path(cfg.resume)
         try:
-            previous = read_manifest(Path(cfg.resume))
+            previous = read_manifest(resume_dir)
         except RunFolderError as exc:
             raise RunError(str(exc)) from None
         # Provider, model and base URL stay the command line's (checked by the runner).
-        apply_saved(cfg, previous.params)
-        problem = endpoint_mismatch(Path(cfg.resume), previous, cfg)
+        try:
+            cfg = cfg.resumed(previous.params)
+        except ValueError as exc:
+            raise RunError(f"{resume_dir}/manifest.json: {exc}") from None
+        problem = endpoint_mismatch(resume_dir, previous, cfg)
         if problem:
             raise RunError(problem)
         suite = None  # the suite the manifest names
-    problem = settings_problem(cfg)
+    problem = cfg.problem()
     if problem:
         raise RunError(f"{cfg.resume}/manifest.json: {problem}" if cfg.resume else problem)
     suite, cases = _select(cfg, _load_suite(cfg, suite))
@@ -86,7 +90,7 @@ def plan_run(cfg: RunConfig, suite: Suite | None = None) -> RunPlan:
     if problem:
         raise RunError(problem)
     # The folder is made once the model is set up (Runner.run): a bad flag leaves nothing.
-    return RunPlan(suite, cases, prompts, run_dir, previous)
+    return RunPlan(cfg, suite, cases, prompts, run_dir, previous)
 
 
 def _load_suite(cfg: RunConfig, suite: Suite | None) -> Suite:

@@ -135,7 +135,8 @@ class Runner:
     ) -> None:
         """The result cache and this run's record identity (see ``_reuse.py``)."""
         cfg = self.config
-        reuse = RecordCache(cfg.cache_path) if cfg.cache_mode in ("read-write", "refresh") else None
+        cached = cfg.cache_mode in ("read-write", "refresh")
+        reuse = RecordCache(cfg.cache_path) if cached and cfg.cache_path else None
         settings = {k: getattr(cfg, k) for k in ("variant", "guard", "temperature", "structured")}
         if cfg.matcher != "keyword":  # a keyword run's records keep their old identity
             settings["matcher"] = cfg.matcher
@@ -170,8 +171,8 @@ class Runner:
                 self._folder_lock.release()
 
     def _run(self) -> tuple[Path, dict[str, Any], ExitCode]:
-        cfg = self.config
         plan = plan_run(self.config, self._suite)
+        cfg = self.config = plan.config  # a resume's: the manifest's settings taken
         llm = self._client(plan)
         try:
             prices = PriceTable.load(cfg.prices)
