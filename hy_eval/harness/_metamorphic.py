@@ -1,4 +1,4 @@
-"""Metamorphic runs (issue 20): a suite run as it is and under perturbations
+"""Metamorphic runs: a suite run as it is and under perturbations
 (``_perturb.py``), and the consistency of the verdicts between the two.
 
 ``run --perturb rename,order`` runs the base suite into the run folder, then each
