@@ -218,7 +218,7 @@ def startup(_args: argparse.Namespace) -> None:
     )
 
 
-# -- speed tricks against the simple version (issue 16) -----------------------------------
+# -- speed tricks against the simple version ----------------------------------------------
 
 
 def _store_case(store, k: int) -> None:  # type: ignore[no-untyped-def]

@@ -5,7 +5,7 @@ ours (grammar checked on the argmax first), and the full suite's wall time.
     python benchmarks/bench_local.py            # tokens per second (about a minute)
     python benchmarks/bench_local.py suite      # + the full multi_speaker suite, uncached
     python benchmarks/bench_local.py batch      # batched decoding: cost and determinism
-    python benchmarks/bench_local.py bufts      # extra buffer types on vs off (issue 13)
+    python benchmarks/bench_local.py bufts      # extra buffer types on vs off
     python benchmarks/bench_local.py omp        # OpenMP wait policy, alone and beside a busy core
 """
 
@@ -205,7 +205,7 @@ def full_suite() -> None:
 
 
 def extra_bufts() -> None:
-    """What loading without llama.cpp's extra buffer types (issue 13: the AMX repack
+    """What loading without llama.cpp's extra buffer types (the AMX repack
     segfaults on some Xeons) costs on this CPU: one real extraction request of the suite,
     answered greedily under the extraction schema, with the weights repacked (the
     library's default) and without (what the local provider does). Each prompt is

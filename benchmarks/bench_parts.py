@@ -1,4 +1,4 @@
-"""The small measurements behind benchmarks/README.md's "Issue 16, second round" and the
+"""The small measurements behind benchmarks/README.md's "Second round" and the
 threshold figures of datasets/matcher_pairs/README.md, one sub-command each:
 
     python benchmarks/bench_parts.py redact RUN_DIR        # redaction per record line

@@ -1,4 +1,4 @@
-"""Measured error rates of the statistics (issue 17): coverage of the CIs, false alarms of
+"""Measured error rates of the statistics: coverage of the CIs, false alarms of
 compare's stars and of the gates, power of the gates. docs/metrics.md and docs/ci.md
 quote this script's output.
 
@@ -6,7 +6,7 @@ quote this script's output.
     python benchmarks/bench_stats.py --code=/tmp/old   # the same on another checkout
 
 ``--code=DIR`` imports ``hy_eval`` from DIR (for instance ``git archive dbc9ebb | tar -x
--C /tmp/old``, the code before issue 17) to measure it the same way; gate scenarios need
+-C /tmp/old``, the older statistics) to measure it the same way; gate scenarios need
 ``evaluate_outcomes`` and are skipped where it does not exist.
 
 Synthetic runs come from the committed baseline's cases with a known generating process
@@ -40,7 +40,7 @@ from hy_eval.harness.gate import Gates, load_gates  # noqa: E402
 
 try:
     from hy_eval.harness.gate import evaluate_outcomes
-except ImportError:  # code before issue 17
+except ImportError:  # older code (dbc9ebb): no gate outcomes
     evaluate_outcomes = None
 
 

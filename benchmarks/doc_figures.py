@@ -93,7 +93,7 @@ CITATIONS: dict[str, list[str]] = {
         "the baseline's 157 cases of that time ({baseline_cases} now)",
     ],
     "docs/datasets.md": [
-        "`multi_speaker` (v2, issue 18): {cases} cases in eight files",
+        "`multi_speaker` (v2): {cases} cases in eight files",
         "{zh_native} of the {cases} cases ({zh_native_pct}%) are natively Chinese, {zh}"
         " ({zh_pct}%) Chinese in all",
         "The suite holds {facts} gold facts.",

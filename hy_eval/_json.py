@@ -1,4 +1,4 @@
-"""Reading JSON text nobody vouches for: dataset lines and model answers (issue 14).
+"""Reading JSON text nobody vouches for: dataset lines and model answers.
 
 ``json.loads`` alone lets such text end a whole run: 5,000 nested brackets raise
 ``RecursionError``, a 5,000-digit integer ``ValueError``, and a ``"\\ud800"`` escape gives a

@@ -1,4 +1,4 @@
-"""Secrets out of every artifact (issue 14): the one function, :func:`redact`, applied to
+"""Secrets out of every artifact: the one function, :func:`redact`, applied to
 text before it is stored in a run folder (``manifest.json``, ``cases.jsonl``,
 ``summary.json``, so the reports built from them) or in the cache file (the stored
 request of an answer, finished records and report memos).

@@ -1,4 +1,4 @@
-"""No module of ``hy_eval`` imports itself through others (issue 16): every ``import``
+"""No module of ``hy_eval`` imports itself through others: every ``import``
 statement counts, at module level or inside a function (a lazy import still ties the two
 modules together). Imports under ``if TYPE_CHECKING:`` are left out: they are never run."""
 

@@ -35,7 +35,7 @@ def load_conversation_file(path: str) -> tuple[Any, Any]:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise UserError(f"{path}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from None
-    except (RecursionError, ValueError):  # issue 14: nested too deeply, or a huge integer
+    except (RecursionError, ValueError):  # nested too deeply, or a huge integer
         raise UserError(f"{path}: JSON nested too deeply or with a number too long") from None
     if isinstance(data, dict):
         unknown = set(data) - {"messages", "system"}

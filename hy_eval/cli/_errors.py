@@ -20,6 +20,6 @@ class UserError(Exception):
 
 
 def at_least(flag: str, value: float, low: float) -> None:
-    """A meaningless count (``--limit -1``) is a usage error (issue 14)."""
+    """A meaningless count (``--limit -1``) is a usage error."""
     if value < low:
         raise UserError(f"{flag} must be at least {low:g} (got {value})")

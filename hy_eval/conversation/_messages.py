@@ -107,7 +107,7 @@ def normalise_messages(
 
 def _check_text(index: int | None, text: str, where: str) -> None:
     """Refuse lone UTF-16 surrogates (``"\\ud800"`` in JSON): they cannot be written as
-    UTF-8, so the cache key, the store and every record would fail on them (issue 14)."""
+    UTF-8, so the cache key, the store and every record would fail on them."""
     found = LONE_SURROGATE_RE.search(text)
     if found:
         raise MessageError(
@@ -125,7 +125,7 @@ def _fold(name: str) -> str:
 def _check_speaker_names(messages: list[ChatMessage], indices: list[int]) -> None:
     """A named human (``role=assistant`` with a name) may not carry a name of the current
     user: rendered as ``[Tim]: ...`` beside ``The user's name is Tim`` it would speak as
-    the user while being scored as somebody else (M6, issue 14). Nor may a speaker's name
+    the user while being scored as somebody else (M6). Nor may a speaker's name
     look like another speaker's without being it (``Tіm`` with a Cyrillic ``і`` beside
     ``Tim``; ``skeleton``): a reader could not tell the two apart."""
     user_names = {_fold(m.name): m.name for m in messages if m.role == "user" and m.name}

@@ -14,7 +14,7 @@ without the space, an indented label, a zero-width space or byte-order mark befo
 bracket, full-width ``［user］：`` (``_lookalike.looks_like_speaking``). A
 "line" ends at every separator ``str.splitlines`` knows (``\\r``, ``\\v``, ``\\f``,
 ``\\x1c``-``\\x1e``, ``\\x85``, U+2028, U+2029, ``\\r\\n``, ``\\n``), since a model may
-read any of them as a line break (issue 14); the separators themselves are kept.
+read any of them as a line break; the separators themselves are kept.
 """
 
 from __future__ import annotations

@@ -135,7 +135,7 @@ class ProviderError(Exception):
         self.status = status
         self.retry_after = retry_after
         #: The fix, for an error the server will keep giving (a refused structured-output
-        #: mode, a refused key): named when the run stops early (issue 22).
+        #: mode, a refused key): named when the run stops early.
         self.hint: str | None = None
 
     @property
@@ -182,7 +182,7 @@ class ModelProcessDied(RunStopped):
 class RepeatedRefusal(RunStopped):
     """The same error that no retry cures (a refused request parameter, a refused key) on
     several calls in a row, with no answer between: every further case would fail the
-    same way, so the run stops (issue 22). The line names the error and, when known, the
+    same way, so the run stops. The line names the error and, when known, the
     fix; a resume with the same settings would meet the same refusal."""
 
     resumable = False
@@ -284,7 +284,7 @@ def sdk_error(vendor: str, sdk: Any, exc: BaseException) -> ProviderError:
             "rate_limit"
             if status == 429
             # A 500 whose body is a validation message (llama-cpp-python's server answers
-            # a refused request field so) will be given again: not retried (issue 22).
+            # a refused request field so) will be given again: not retried.
             else "bad_request"
             if status >= 500 and is_validation_message(str(exc.message))
             else "server"
@@ -349,7 +349,7 @@ def parse_json_answer(text: str) -> tuple[JsonDict | None, str | None]:
 
 def answer_problem(value: JsonDict) -> str | None:
     """Why a parsed answer cannot be used as it is (nested too deeply for later code, a
-    lone surrogate that cannot be stored), else ``None`` (issue 14)."""
+    lone surrogate that cannot be stored), else ``None``."""
     found = check_value(value)
     if found is None:
         return None

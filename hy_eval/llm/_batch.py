@@ -1,4 +1,4 @@
-"""The batch engine (issue 23): requests sent through a vendor's batch endpoints, their
+"""The batch engine: requests sent through a vendor's batch endpoints, their
 answers written to the answer cache under the key a normal call of the same request
 uses, so that the normal call that follows is a cache hit.
 

@@ -1,4 +1,4 @@
-"""A round's requests on disk (issue 23), so that a batch run's memory does not grow with
+"""A round's requests on disk, so that a batch run's memory does not grow with
 the number of cases: the collecting pass writes each request's cache key and the
 canonical JSON of its key fields; the engine reads them back one at a time, the request
 rebuilt from those fields (they hold everything that is sent)."""

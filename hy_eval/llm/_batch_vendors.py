@@ -1,4 +1,4 @@
-"""The two vendors' batch endpoints behind one small interface (issue 23).
+"""The two vendors' batch endpoints behind one small interface.
 
 OpenAI Batch: the requests go up as a JSONL file (``purpose=batch``) of
 ``{custom_id, method, url, body}`` lines, a batch is made from the file, polled by id,

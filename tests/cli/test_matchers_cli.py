@@ -1,4 +1,4 @@
-"""``hy-eval matchers evaluate`` on a small judged-pairs file written here (issue 19):
+"""``hy-eval matchers evaluate`` on a small judged-pairs file written here:
 hand-computed precision and recall per matcher, kind and language, the judge through the
 loopback server (a malformed answer counts as "not the same"), and bad files refused."""
 

@@ -1,5 +1,5 @@
 """Every model flag reaches the client of both commands that call a model, ``run`` and
-``memory add`` (issue 16: ``memory add --retry-delay`` was silently dropped).
+``memory add`` (``memory add --retry-delay`` was once silently dropped).
 
 Both commands build their client through ``ModelOptions.client``; a spy records each
 client made. Where a flag changes what goes over the wire, the scripted loopback server

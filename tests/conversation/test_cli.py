@@ -1,4 +1,4 @@
-"""The render and parse-history commands (issue 2, item 5)."""
+"""The render and parse-history commands: their output, and one line with exit 2 on bad input."""
 
 import json
 import subprocess
@@ -43,7 +43,7 @@ def test_parse_history_prints_json(tmp_path, capsys):
         ('{"msgs": []}', "unknown field(s) msgs"),
         ('[{"role": "user", "content": 1}]', "message 0: content must be"),
         ("[]", "empty conversation"),
-        # issue 14: input that used to end in a traceback
+        # hostile input that used to end in a traceback
         ("[" * 5000 + "]" * 5000, "JSON nested too deeply"),
         ('[{"role": "user", "content": "x", "n": ' + "7" * 5000 + "}]", "a number too long"),
         ('[{"role": "user", "content": "\\ud800"}]', "message 0: content holds a lone surrogate"),

@@ -1,4 +1,4 @@
-"""Speaker spoofing through line separators and names (issue 14, item 9; rules H1-H4, M6,
+"""Speaker spoofing through line separators and names (rules H1-H4, M6,
 M7): every separator ``str.splitlines`` knows starts a line for a model, so rendering
 escapes a label after any of them and reading back splits at all of them."""
 

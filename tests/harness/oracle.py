@@ -1,4 +1,4 @@
-"""An oracle for the self-check (issue 15, E3, A8): each case answered with its own gold
+"""An oracle for the self-check (E3, A8): each case answered with its own gold
 facts written as natural sentences in the case's language, through several templates.
 
 Scored directly with ``score_case`` (no model, no server): a perfect answer must score

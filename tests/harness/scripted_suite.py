@@ -61,7 +61,7 @@ def gold_text(case, subject, keywords):
 
 def _perfect_text(case, fact):
     """The gold fact's reference wording, as a perfect model would write it (the strict
-    matcher compares it; issue 28); a fact without a text is written as its subject
+    matcher compares it); a fact without a text is written as its subject
     followed by its keywords."""
     if not fact.text:
         return gold_text(case, fact.subject, fact.keywords)

@@ -1,5 +1,5 @@
 """Synthetic runs with a known generating process, for measuring the error rates of the
-public compare and gate functions (issue 17).
+public compare and gate functions (E4, E5).
 
 The process is built from a real run: the committed baseline's cases (457) with their
 per-case denominators of every metric. Each case and metric gets a true rate

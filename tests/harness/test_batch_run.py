@@ -1,4 +1,4 @@
-"""``run --batch`` end to end (issue 23): the scripted model of ``scripted_suite`` behind
+"""``run --batch`` end to end: the scripted model of ``scripted_suite`` behind
 the loopback server's batch endpoints, through the real openai provider. Round 1 sends
 the extraction requests, round 2 the reconcile requests; the normal run then asks
 nothing; its summary equals an interactive run's (timing, cost and call counters

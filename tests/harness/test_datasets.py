@@ -109,7 +109,7 @@ BAD_LINES = [
         "expect.profile.absent: Input should be a valid list",
     ),
     ("{" + '"id": "' + "x" * 200_001 + '"}', "line: longer than 200000 bytes"),
-    # The v2 forms (issue 18): groups, whole-word keywords, without, operations.
+    # The v2 forms: groups, whole-word keywords, without, operations.
     (
         variant(expect__facts=[{"subject": "John", "owner": "user", "keywords": ["a", []]}]),
         "expect.facts.0.keywords.1: an any-of group must not be empty",
@@ -248,8 +248,8 @@ def test_shipped_suites_are_valid_and_meet_the_brief(capsys):
     assert len(load_suite("history").cases) >= 40
 
 
-def test_shipped_multi_speaker_suite_has_the_size_and_shape_of_issue_18():
-    """Issue 18, item 5: size, native Chinese, merges, per-rule checks, long conversations,
+def test_shipped_multi_speaker_suite_has_the_size_and_shape_it_was_built_to():
+    """The v2 suite's targets: size, native Chinese, merges, per-rule checks, long conversations,
     M5 in Anthropic form, no user name on more than 5% of the cases."""
     from collections import Counter
 
@@ -304,7 +304,7 @@ def test_history_suite_passes(capsys):
 
 
 def _merge_case(existing, facts, untouched, **expect):
-    # Every gold fact needs a text its own keywords find (issue 28): one is made up here.
+    # Every gold fact needs a text its own keywords find (the strict matcher): one is made up here.
     for fact in facts:
         words = [k if isinstance(k, str) else k[0] for k in fact["keywords"]]
         fact.setdefault("text", f"{fact['subject']} likes {' '.join(words)}.")
@@ -414,7 +414,7 @@ def test_merge_check_finds_expected_operations_no_fact_can_reach():
 
 
 def test_an_expected_operation_must_be_reached_by_the_gold_text():
-    """Issue 28: the pipeline searches with each predicted fact's text, so a memory to
+    """The pipeline searches with each predicted fact's text, so a memory to
     change must be found by its gold fact's text; a keyword query that finds it (here
     "The user violin") does not make the case passable."""
     from hy_eval.harness import Case
@@ -442,7 +442,7 @@ def test_an_expected_operation_must_be_reached_by_the_gold_text():
 
 
 def test_no_case_copies_a_prompt_example():
-    """Issue 18: a case that repeats a prompt's worked example measures recall of the prompt,
+    """A case that repeats a prompt's worked example measures recall of the prompt,
     not attribution. The share of a case's character 3-grams found in one prompt file's
     example lines stays under 0.6 (the old ms-en-0001, a copy of the default example, had
     0.85; ordinary short cases reach about 0.4 on common words)."""

@@ -1,4 +1,4 @@
-"""``hy-eval datasets stats`` (issue 18): rules derived from checks, denominators that
+"""``hy-eval datasets stats``: rules derived from checks, denominators that
 agree with scoring, near-duplicate clusters and the MDE formula."""
 
 import json

@@ -1,10 +1,10 @@
-"""Issue 17, by simulation: the error rates of the public compare and gate functions on
+"""The statistics, by simulation: the error rates of the public compare and gate functions on
 synthetic runs with a known generating process built from the committed baseline's cases
 (``simulated_runs.py``). Seeded, so each figure is the same on every run; repetitions are
 few enough for about half a minute, and each bound leaves 2.5 Monte Carlo standard
-errors above the nominal rate: rates like those issue 17 measured before (9% gate false
-alarms, 21.5% of comparisons starred, 20-33% firing at a drop equal to max_drop, 45% CI
-coverage at n=10) fail here. ``benchmarks/bench_stats.py`` measures the same with 1,000 repetitions.
+errors above the nominal rate: rates like those measured before the statistics were
+reworked (9% gate false alarms, 21.5% of comparisons starred, 20-33% firing at a drop
+equal to max_drop, 45% CI coverage at n=10) fail here. ``benchmarks/bench_stats.py`` measures the same with 1,000 repetitions.
 """
 
 import numpy as np

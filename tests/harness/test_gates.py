@@ -114,7 +114,7 @@ def test_planted_regression_fails_with_exit_1_naming_metric_and_cases(tmp_path, 
         )
     err = capsys.readouterr().err
     assert code == 1
-    # Issue 17: both values on the shared cases, one-sided McNemar (12 broken, 0 fixed ->
+    # Both values on the shared cases, one-sided McNemar (12 broken, 0 fixed ->
     # 1 / 2^12), Holm over the two gated metrics, the cases that got worse on each metric.
     assert (
         "gate FAILED: case_pass = 0.700 vs baseline 1.000 on the 40 shared cases: drop 0.300" in err

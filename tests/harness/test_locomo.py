@@ -1,4 +1,4 @@
-"""The LoCoMo importer (issue 19) on small LoCoMo-format data the tests write: the cases,
+"""The LoCoMo importer on small LoCoMo-format data the tests write: the cases,
 their ids across the three input forms and repeated imports, validation, errors, and one
 run of the imported suite with the scripted model."""
 

@@ -1,5 +1,5 @@
-"""Runs with ``--matcher`` through the real OpenAI provider against the loopback server
-(issue 19): the matcher changes fact_recall and is named in the summary, the reports and
+"""Runs with ``--matcher`` through the real OpenAI provider against the loopback server:
+the matcher changes fact_recall and is named in the summary, the reports and
 the comparison; the judge goes through the LLM layer (its own stage, the cache, another
 model when asked) and an unusable judge answer is counted as no match and reported."""
 
@@ -112,7 +112,7 @@ def test_keyword_and_fuzzy_runs_name_their_matcher_and_differ(tmp_path, suite):
         kdir, keyword, _ = run(model, tmp_path, "k", matcher="keyword")
         fdir, fuzzy, _ = run(model, tmp_path, "f", matcher="fuzzy")
         sdir, strict, _ = run(model, tmp_path, "s")
-    # Issue 28: strict is the default, and every result says how far it can be trusted.
+    # Strict is the default, and every result says how far it can be trusted.
     assert strict["matcher"] == "strict"
     assert strict["matcher_quality"]["zh"]["precision"]["den"] > 0
     assert (

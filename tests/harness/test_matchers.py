@@ -1,4 +1,4 @@
-"""The fuzzy matcher (issue 19; hy_eval/harness/scoring/_fuzzy.py): the similarity on pairs
+"""The fuzzy matcher (hy_eval/harness/scoring/_fuzzy.py): the similarity on pairs
 that must and must not match, in English and Chinese, the negation guard, the keyword
 path, and the one-to-one assignment against scipy's exact solver."""
 

@@ -1,4 +1,4 @@
-"""Scoring with each matcher (issue 19): ``keyword`` is the default and unchanged,
+"""Scoring with each matcher: ``keyword`` is the default and unchanged,
 ``fuzzy`` pairs paraphrases keyword misses and refuses another object, and the judge's
 verdicts are assigned one-to-one with unusable answers counted as no match."""
 
@@ -133,7 +133,7 @@ def test_judge_with_no_verdicts_matches_nothing():
 def test_matcher_info_names_the_matcher_and_defaults_to_keyword():
     old = matcher_info({"params": {}}, 0)  # a run from before the matcher was named
     assert old["matcher"] == "keyword"
-    # Issue 28: how far the matcher can be trusted, from the benchmark's test part.
+    # How far the matcher can be trusted, from the benchmark's test part.
     assert old["matcher_quality"]["source"].startswith("the test part of")
     assert set(old["matcher_quality"]) >= {"all", "en", "zh"}
     strict = matcher_info({"params": {"matcher": "strict"}}, 0)["matcher_quality"]

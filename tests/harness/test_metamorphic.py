@@ -1,4 +1,4 @@
-"""Metamorphic runs end to end (issue 20; E2, E3, E5, A1, A2): ``run --perturb`` runs the
+"""Metamorphic runs end to end (E2, E3, E5, A1, A2): ``run --perturb`` runs the
 base and the perturbed suite in one run folder through the real OpenAI provider against
 the loopback server, and a scripted model that answers wrongly only for one name shows
 exactly the expected consistency drop."""

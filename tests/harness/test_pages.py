@@ -1,4 +1,4 @@
-"""The workbench pages without a browser (issue 21): ``cases_frame``, the
+"""The workbench pages without a browser (E7): ``cases_frame``, the
 comparison page from the CLI, the fact-level diff, and CI entries read defensively."""
 
 import json
@@ -26,7 +26,7 @@ def write_run(folder, records, variant="default"):
 
 
 def test_cases_frame_gives_one_row_per_case_and_repeat_with_scores(tmp_path):
-    """issue 21: rows in order of id and repeat; each metric's value and counts; the sums
+    """Rows in order of id and repeat; each metric's value and counts; the sums
     of a group give the summary's micro average."""
     records = [scored_record(i, r) for i in range(20) for r in (1, 0)]
     run = write_run(tmp_path / "run", records)
@@ -49,7 +49,7 @@ def test_cases_frame_of_a_folder_without_cases_is_one_clear_error(tmp_path):
 
 
 def test_compare_html_writes_the_comparison_page(tmp_path, capsys):
-    """issue 21: ``hy-eval compare A B --html OUT``; the flipped case is in the page's data
+    """``hy-eval compare A B --html OUT``: the flipped case is in the page's data
     with both records and the fact-level diff."""
     a_recs = [scored_record(i) for i in range(6)]
     b_recs = [scored_record(i) for i in range(6)]
@@ -86,7 +86,8 @@ def test_fact_diff_by_text_and_owner():
 
 
 def test_ci_entries_are_read_defensively():
-    """A CI entry may gain keys (issue 17) or lack a CI; the page still shows the value."""
+    """A CI entry may gain keys (``small_n``, ``ci_90``) or lack a CI; the page still
+    shows the value."""
     entry = {"value": 0.5, "ci": [0.25, 0.75], "n": 4, "method": "bca", "ci_90": [0.3, 0.7]}
     assert fmt_ratio(entry) == "0.500 [0.250, 0.750]"
     assert metric_row("case_pass", entry)["bar"] == {"lo": 25.0, "width": 50.0, "value": 50.0}

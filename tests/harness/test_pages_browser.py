@@ -1,9 +1,9 @@
-"""report.html and the comparison page in a real browser (issue 21): headless Chromium from
+"""report.html and the comparison page in a real browser (E7): headless Chromium from
 the Debian package (.ci/run installs it), driven by Playwright for Python with
 ``executable_path`` set, so no browser is ever downloaded.
 
 Two scripted runs of ten real cases (five English, five Chinese) give a report and a
-comparison with flipped cases; the hostile-input corpus of issue 14 (its run is the
+comparison with flipped cases; the hostile-input corpus (its run is the
 session fixture of tests/conftest.py) is shown on both pages, every case opened,
 and must stay text. Screenshots of both pages are saved in the test's folder.
 """
@@ -133,7 +133,7 @@ class Opened:
 
 
 def test_report_page_loads_without_console_errors(runs, browser, tmp_path):
-    """issue 21: the page opens from disk, with no error and no request."""
+    """The page opens from disk, with no error and no request."""
     started = time.perf_counter()
     opened = Opened(browser, runs["a"] / "report.html")
     page = opened.page
@@ -148,7 +148,7 @@ def test_report_page_loads_without_console_errors(runs, browser, tmp_path):
 
 
 def test_filtering_to_zh_shows_exactly_the_chinese_cases(runs, browser):
-    """issue 21: lang=zh keeps the Chinese cases and only them; other filters combine."""
+    """lang=zh keeps the Chinese cases and only them; other filters combine."""
     records = records_of(runs["a"])
     opened = Opened(browser, runs["a"] / "report.html")
     opened.page.select_option("#f-lang", "zh")
@@ -162,7 +162,7 @@ def test_filtering_to_zh_shows_exactly_the_chinese_cases(runs, browser):
 
 
 def test_failing_check_and_verdict_filters_find_the_broken_cases(runs, browser):
-    """issue 21: in run B the two cases answered with no facts fail their fact checks."""
+    """In run B the two cases answered with no facts fail their fact checks."""
     opened = Opened(browser, runs["b"] / "report.html")
     opened.page.select_option("#f-check", "fact")
     assert sorted(opened.rows()) == sorted(runs["broken"])
@@ -186,7 +186,7 @@ def unique_word(records):
 
 
 def test_search_finds_a_case_by_a_word_of_its_conversation(runs, browser):
-    """issue 21: typing a word of one case's conversation leaves that case alone."""
+    """Typing a word of one case's conversation leaves that case alone."""
     case_id, word = unique_word(records_of(runs["a"]))
     opened = Opened(browser, runs["a"] / "report.html")
     opened.page.fill("#f-search", word.upper())  # case-insensitive
@@ -196,7 +196,7 @@ def test_search_finds_a_case_by_a_word_of_its_conversation(runs, browser):
 
 
 def test_a_case_view_opens_with_conversation_prompts_answers_and_verdicts(runs, browser):
-    """issue 21: clicking a row opens its view; the address names the case."""
+    """Clicking a row opens its view; the address names the case."""
     records = records_of(runs["b"])
     case_id = runs["broken"][1]  # a Chinese case that failed
     opened = Opened(browser, runs["b"] / "report.html")
@@ -236,7 +236,7 @@ def test_breakdown_tables_sort_by_a_column(runs, browser):
 
 
 def test_the_compare_page_shows_the_flipped_cases_side_by_side(runs, browser, tmp_path):
-    """issue 21: each flipped case with A and B next to each other and the facts that
+    """Each flipped case with A and B next to each other and the facts that
     only A had marked as removed."""
     started = time.perf_counter()
     opened = Opened(browser, runs["compare"])
@@ -261,7 +261,7 @@ def test_the_compare_page_shows_the_flipped_cases_side_by_side(runs, browser, tm
     assert time.perf_counter() - started < 10
 
 
-# -- the hostile corpus (issue 14) on both pages ----------------------------------------
+# -- the hostile corpus on both pages ---------------------------------------------------
 
 SHOWN_AS_TEXT = [
     "<script>document.title='pwned'</script>",
@@ -270,7 +270,7 @@ SHOWN_AS_TEXT = [
 
 
 def test_the_hostile_corpus_stays_text_in_every_case_view(hostile_run, browser):
-    """issue 21 (3): every case of the corpus's run opened in turn; tags, names, contents
+    """Every case of the corpus's run opened in turn; tags, names, contents
     and model answers show as text, nothing runs and the page keeps its width."""
     run_dir, _, _, records, _ = hostile_run
     opened = Opened(browser, run_dir / "report.html")
@@ -293,7 +293,7 @@ def test_the_hostile_corpus_stays_text_in_every_case_view(hostile_run, browser):
 
 
 def test_the_hostile_corpus_stays_text_on_the_compare_page(hostile_run, browser, tmp_path):
-    """issue 21 (3): B is the corpus's run with every verdict turned, so every case flips
+    """B is the corpus's run with every verdict turned, so every case flips
     and shows on the page side by side."""
     run_dir, _, _, records, _ = hostile_run
     turned = tmp_path / "turned"

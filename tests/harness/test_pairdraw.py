@@ -1,4 +1,4 @@
-"""``hy-eval matchers draw`` and ``matchers agree`` (issue 19 item 3): which pairs are drawn
+"""``hy-eval matchers draw`` and ``matchers agree``: which pairs are drawn
 from a run's records, the judges' blind copy, Cohen's kappa by hand, and bad files."""
 
 import json

@@ -1,6 +1,6 @@
-"""Metamorphic perturbations (issue 20; E1, E3, M1-M6, D5, A1-A8, P2, P3): each is pure and
-seeded, and keeps the gold consistent with the conversation: the natural-sentence oracle of
-issue 15 (tests/harness/oracle.py) scores exactly 1.0 / 0.0 on every perturbed suite."""
+"""Metamorphic perturbations (E1, E3, M1-M6, D5, A1-A8, P2, P3): each is pure and
+seeded, and keeps the gold consistent with the conversation: the natural-sentence oracle
+of the self-check (tests/harness/oracle.py) scores exactly 1.0 / 0.0 on every perturbed suite."""
 
 import json
 import re

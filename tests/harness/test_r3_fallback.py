@@ -1,4 +1,4 @@
-"""R3 on the dataset (issue 18): every multi_speaker case that claims rule R3 is run with
+"""R3 on the dataset: every multi_speaker case that claims rule R3 is run with
 reconcile answers that cannot be used (unparseable text, unknown memory ids, a provider
 error from the loopback server). Each must reach the reconcile step (it has existing
 memories the store search returns for its facts), ADD every new fact, and leave every
@@ -88,7 +88,7 @@ def test_unusable_reconcile_answers_add_every_fact_and_change_nothing(kind):
 
 
 def test_the_suite_has_ten_r3_cases():
-    # Issue 18 asks for at least 10 cases that reach the R3 fallback.
+    # The suite is built to hold at least 10 cases that reach the R3 fallback.
     assert len(R3_CASES) >= 10, [c.id for c in R3_CASES]
 
 

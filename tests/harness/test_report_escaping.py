@@ -1,7 +1,7 @@
 """Reports are shared as CI artifacts: text from datasets, models and the command line is
-always escaped in report.html and report.md (issue 14, item 1; E7). Since issue 21 the page
-is rendered from Jinja templates with autoescaping and carries the cases as JSON in one
-script block, which the browser tests (tests/harness/test_pages_browser.py) show as text."""
+always escaped in report.html and report.md (E7). The page is rendered from Jinja
+templates with autoescaping and carries the cases as JSON in one script block, which the
+browser tests (tests/harness/test_pages_browser.py) show as text."""
 
 import json
 import re
@@ -14,7 +14,7 @@ from .test_report import ok_record
 XSS = '<img src=x onerror="document.title=1">'
 
 
-#: Every element the report template writes itself (issue 21); nothing else may appear.
+#: Every element the report template writes itself; nothing else may appear.
 PAGE_TAGS = {
     "html",
     "head",
@@ -108,7 +108,7 @@ def test_tags_and_every_record_field_are_escaped_in_html(tmp_path):
 
 
 def test_script_json_cannot_end_its_script_block():
-    """issue 21: ``</script>``, ``<!--``, ``&`` and U+2028/2029 in data are escaped, and the
+    """``</script>``, ``<!--``, ``&`` and U+2028/2029 in data are escaped, and the
     text parses back to the same value."""
     value = {"a</script><script>alert(1)</script>": ["<!--", "&amp;", "\u2028\u2029", "中文"]}
     text = str(script_json(value))

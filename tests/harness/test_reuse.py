@@ -1,4 +1,4 @@
-"""Re-runs from the result cache (issue 8, cached re-run): a finished case record is reused
+"""Re-runs from the result cache (E6): a finished case record is reused
 only when the case, the run's result-defining parameters, the prompts, the model and the
 code are all unchanged, and the same records give the same report. Every test counts the
 requests that reach the loopback server."""
@@ -52,7 +52,7 @@ def test_second_run_reuses_every_record_and_gives_the_same_report(tmp_path):
     for name in ("metrics.png", "confusion.png", "rules.png"):
         assert (second_dir / name).read_bytes() == (first_dir / name).read_bytes()
     html = (second_dir / "report.html").read_text(encoding="utf-8")
-    # The second page holds every case (issue 21: as data for the page's script).
+    # The second page holds every case (as data for the page's script).
     first_page = (first_dir / "report.html").read_text(encoding="utf-8")
     assert len(embedded_data(html)["cases"]) == 6
     assert embedded_data(html)["cases"] == embedded_data(first_page)["cases"]

@@ -1,4 +1,4 @@
-"""Keyword matching of the v2 case format (issue 18): any-of groups, numbers in digit,
+"""Keyword matching of the v2 case format: any-of groups, numbers in digit,
 English-word and Chinese-numeral form, whitespace between digits and letters, whole-word
 keywords and ``without`` on absent checks."""
 

@@ -1,4 +1,4 @@
-"""``operation_accuracy`` end to end (issue 18): a scripted model that applies the
+"""``operation_accuracy`` end to end: a scripted model that applies the
 expected operations scores 1.0 in summary.json; one that only ADDs, or whose same-subject
 UPDATE the guard keeps but the case did not expect, scores the hand-counted share."""
 

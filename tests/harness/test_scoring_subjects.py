@@ -1,4 +1,4 @@
-"""Scoring with subjects you can trust (issue 15; E1, E3, A8, R1, R2): aliases in the
+"""Scoring with subjects you can trust (E1, E3, A8, R1, R2): aliases in the
 case schema, ``other`` in the confusion matrix, merge violations between known subjects
 only, and the guard's counters in the case record and the summary."""
 

@@ -1,4 +1,4 @@
-"""Self-check (issue 15; E1, E3, A1-A8): every case of every shipped suite answered with
+"""Self-check (E1, E3, A1-A8): every case of every shipped suite answered with
 its own gold written as natural sentences must score exactly 1.0 on every accuracy metric
 and exactly 0.0 on every violation rate. A later case or scorer change that misreads a
 perfectly attributed sentence (a Latin name straight before Chinese text, a title, an
@@ -45,7 +45,7 @@ def test_gold_as_sentences_scores_exactly_one_and_zero(suite_name):
         assert num / den == want, f"{metric}: {num}/{den}"
 
 
-def test_templates_cover_the_forms_the_issue_names():
+def test_templates_cover_both_languages_and_a_name_straight_before_chinese():
     # Both languages, several templates each, one with no space before Chinese text.
     assert len(TEMPLATES["en"]) >= 4 and len(TEMPLATES["zh"]) >= 4
     assert TEMPLATES["zh"]["no_space"]("John", ["护士"]) == "John提到了护士。"
@@ -64,7 +64,8 @@ def _violating_sentences(case, template, variant):
 
 
 def test_absent_checks_fail_the_answers_they_exist_to_fail():
-    # "John会拉大提琴" in ms-zh-0064 was passed before issue 15: every absent check of every
+    # "John会拉大提琴" in ms-zh-0064 once passed its absent check (a Latin name straight
+    # before Chinese text was not read as the subject, A8): every absent check of every
     # case must now catch a sentence that breaks it, in every template.
     cases = [c for c in load_suite("multi_speaker").cases if c.expect.absent]
     assert any(c.id == "ms-zh-0064" for c in cases)

@@ -1,4 +1,4 @@
-"""Issue 17, exact pieces: the binomial tail behind McNemar at any n (against scipy), Wilson
+"""The statistics, exact pieces: the binomial tail behind McNemar at any n (against scipy), Wilson
 intervals, CIs with width at 0, 1 and small n, Holm-adjusted stars in compare, and gates
 that test the hypothesis they name at the file's alpha, with like-for-like messages (E3-E5).
 """
@@ -39,7 +39,7 @@ from hy_eval.harness.scoring import METRICS
     ],
 )
 def test_mcnemar_matches_scipy_binomtest_at_any_n(fixed, broken):
-    # Issue 17: 2.0**n overflowed once fixed + broken reached 1,024.
+    # 2.0**n overflowed once fixed + broken reached 1,024.
     n = fixed + broken
     assert mcnemar_exact(fixed, broken) == pytest.approx(
         stats.binomtest(fixed, n, 0.5).pvalue, rel=1e-9, abs=1e-300
@@ -65,7 +65,7 @@ def test_wilson_interval_hand_computed():
 
 
 def test_ci_has_width_at_0_and_1_and_marks_small_n():
-    # Issue 17: the percentile bootstrap gave [0, 0] for 0 of 8 cases.
+    # The percentile bootstrap once gave [0, 0] for 0 of 8 cases.
     r = ratio_with_ci(np.zeros(8), np.ones(8))
     assert r["ci"][0] == 0.0 and r["ci"][1] == pytest.approx(0.3244, abs=1e-4)
     assert r["small_n"] is True
@@ -178,7 +178,7 @@ def test_holm_across_gated_metrics():
 
 
 def test_max_drop_tests_a_drop_beyond_the_allowance():
-    # Issue 17: a drop above max_drop on the point estimate alone no longer fails; the
+    # A drop above max_drop on the point estimate alone no longer fails; the
     # gate asks whether the drop is larger than allowed.
     n = 400
     a_flags = [True] * n
@@ -194,7 +194,7 @@ def test_max_drop_tests_a_drop_beyond_the_allowance():
 
 
 def test_failure_lists_the_cases_worse_on_that_metric():
-    # Issue 17: every failing metric used to list case_pass's broken cases.
+    # Every failing metric used to list case_pass's broken cases.
     n = 60
     a_pass = [True] * n
     b_pass = [i >= 15 for i in range(n)]  # case_pass broken on c0000..c0014

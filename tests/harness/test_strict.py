@@ -1,7 +1,7 @@
-"""The strict matcher, the default (issue 28; hy_eval/harness/scoring/_strict.py): keywords as
+"""The strict matcher, the default (hy_eval/harness/scoring/_strict.py): keywords as
 words in both scripts, content agreement, the cues (question, negation, plan or done),
 replaced values, number reading, and the assignment that ranks agreement before the
-subject. The near misses are the ones issue 28 saw the keyword rule accept in a real run."""
+subject. The near misses are the ones an audit saw the keyword rule accept in a real run."""
 
 import pytest
 
@@ -9,8 +9,8 @@ from hy_eval.harness.datasets import GoldFact, canonical
 from hy_eval.harness.scoring import StrictMatcher, bounded, decide, number_conflict
 from hy_eval.memory import Speakers
 
-#: (gold text, keywords, prediction, names): pairs the keyword rule accepted in the run
-#: issue 28 audited, and that state another fact.
+#: (gold text, keywords, prediction, names): pairs the keyword rule accepted in the audited
+#: run, and that state another fact.
 NEAR_MISSES = [
     (
         "用户和王伟、张敏合租。",
@@ -170,7 +170,7 @@ def _gold(subject, text, keywords):
 
 
 def test_the_best_agreement_wins_before_the_subject():
-    """Issue 28: the right prediction was #3 and lost on index order. Two predictions
+    """In the audited run the right prediction was #3 and lost on index order. Two predictions
     pass; the one that states the fact wins although the other has the right subject."""
     speakers = Speakers.of(None, ["王伟"], {})
     golds = [_gold("user", "用户在攒钱买投影仪。", ["投影仪"])]
@@ -201,7 +201,7 @@ def test_one_to_one_with_the_most_pairs():
 
 
 def test_datasets_validate_refuses_gold_the_matcher_cannot_find():
-    """Issue 28 item 2: a fact without text, a one-character keyword, and a text that
+    """A fact without text, a one-character keyword, and a text that
     its own keywords do not find are each refused; a sound fact passes."""
     from hy_eval.harness.scoring import fact_problems
 

@@ -1,4 +1,4 @@
-"""The batch engine (issue 23) through the real providers' SDK clients against the
+"""The batch engine through the real providers' SDK clients against the
 loopback server's Files and Batches endpoints, in both vendors' wire formats: submit,
 poll, results out of order, partly failed and expired batches, the size split, resume
 from the kept batch ids without a second submit, and cancel."""

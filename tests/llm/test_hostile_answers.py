@@ -1,4 +1,4 @@
-"""Answers that used to end a whole run (issue 14, item 2): each is now a parse failure
+"""Answers that used to end a whole run: each is now a parse failure
 with a one-line reason, or a text that can be cached, never an exception."""
 
 import asyncio

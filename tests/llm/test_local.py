@@ -106,7 +106,7 @@ def test_grammar_checked_on_the_argmax_first_gives_the_library_s_tokens():
 
 
 def test_models_load_without_extra_buffer_types():
-    """Issue 13: llama.cpp's AMX weight repack (an extra buffer type) segfaults in decode
+    """llama.cpp's AMX weight repack (an extra buffer type) segfaults in decode
     on some Xeons; every model the worker loads has use_extra_bufts off, and the library's
     default is left as it was."""
     import llama_cpp
@@ -125,7 +125,7 @@ def test_models_load_without_extra_buffer_types():
 
 def test_the_real_model_process_killed_mid_run_then_resumed(tmp_path):
     """The llama.cpp worker killed with SIGSEGV after the first finished case: exit 3 with
-    the case named, the finished case kept, and --resume completes the run (issue 13)."""
+    the case named, the finished case kept, and --resume completes the run."""
     write_suite(tmp_path / "suite", 3)
     cfg = dict(suite=str(tmp_path / "suite"), cache_mode="off", progress=False)
     run_dir = tmp_path / "run"

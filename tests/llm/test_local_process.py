@@ -1,4 +1,4 @@
-"""The embedded model runs in a process of its own (issue 13): a native crash there stops
+"""The embedded model runs in a process of its own: a native crash there stops
 the run with a one-line message naming the case, keeps the finished cases, and --resume
 completes the run. These tests put a scripted stand-in behind the real pipe protocol
 (tests/llm/fake_llama_worker.py); the real llama.cpp worker is tested in test_local.py."""
@@ -119,7 +119,7 @@ def test_the_cli_says_it_in_one_line_with_exit_3(fake_worker, tmp_path, capsys):
 
 
 def test_the_cli_prints_where_a_native_crash_happened():
-    """faulthandler is on in the CLI (issue 13): a segfault prints the Python stack."""
+    """faulthandler is on in the CLI: a segfault prints the Python stack."""
     import subprocess
     import sys
 

@@ -3,7 +3,7 @@ llama-cpp-python's own server (the ``server`` extra, a dev dependency) on the em
 SmolLM2 GGUF, started as a user starts it, through ``tests/llm/llama_server.py`` (models
 load without llama.cpp's extra buffer types, whose AMX repack segfaults on some Xeons).
 
-Issue 22: each mode the server takes answers cases of the suite, the one it refuses
+Each mode the server takes answers cases of the suite, the one it refuses
 (``json_schema``) fails fast and stops the run with the fix, and ``auto`` finds
 ``json_object_schema``. One server for the module; few cases and small answers keep it
 to about a minute of CPU.
@@ -208,7 +208,7 @@ def test_the_refusal_is_one_request_not_five(server, tmp_path):
 
 def test_the_wrapper_loads_models_without_extra_buffer_types():
     """tests/llm/llama_server.py turns off use_extra_bufts in every model's parameters,
-    as the harness's own model process does (issue 13)."""
+    as the harness's own model process does."""
     import types
 
     from tests.llm.llama_server import without_extra_bufts

@@ -1,4 +1,4 @@
-"""Structured-output modes, the auto probe and the early stop on a refusal (issue 22),
+"""Structured-output modes, the auto probe and the early stop on a refusal,
 through the real openai SDK against the loopback server playing each server's answers."""
 
 import asyncio
@@ -70,7 +70,7 @@ def like_llama_cpp_python(answer='{"facts": ["a"]}'):
 # ---- the request of each mode (pure) ----------------------------------------------------
 
 
-def test_json_schema_body_and_cache_key_are_unchanged_by_issue_22():
+def test_json_schema_body_and_cache_key_are_unchanged_by_the_other_modes():
     body = to_openai_request(JSON_REQ, "m", "json_schema")
     assert body["messages"] == [dict(m) for m in JSON_REQ.messages]
     assert body["response_format"] == {
@@ -78,7 +78,8 @@ def test_json_schema_body_and_cache_key_are_unchanged_by_issue_22():
         "json_schema": {"name": "memory_extraction", "schema": SCHEMA, "strict": False},
     }
     assert key_options("json_schema") == {"structured": "json_schema"}
-    # The key of a plain --provider openai call, as computed before issue 22 (on d16353c).
+    # The key of a plain --provider openai call, as computed before the other modes
+    # existed (on d16353c).
     saved = os.environ.pop("OPENAI_BASE_URL", None)
     try:
         client = LLMClient(make_provider("openai", None, api_key="sk-test-key-123"))

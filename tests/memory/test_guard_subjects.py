@@ -1,4 +1,4 @@
-"""Memories keep their subject and the guard compares it (issue 15; A5, A8, R1, R2):
+"""Memories keep their subject and the guard compares it (A5, A8, R1, R2):
 a numbered migration adds the column and backfills it, writes record the subject read
 with the conversation's speakers, and ``unknown`` is no wildcard."""
 
@@ -23,7 +23,7 @@ def update_answer(text, op="UPDATE"):
 
 
 def test_migration_3_adds_the_subject_and_backfills_existing_rows(tmp_path):
-    # A store written before issue 15: migrations 1 and 2 only, rows without a subject.
+    # A store written before subjects were stored: migrations 1 and 2 only, rows without a subject.
     path = tmp_path / "old.sqlite"
     db = sqlite3.connect(path, isolation_level=None)
     db.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name, applied)")

@@ -1,6 +1,5 @@
 """Answers that break the schema's promises, through the real OpenAI provider against the
-loopback server (issue 14): repeated target ids (item 3, R3) and answers past the schema's
-size limits (item 7)."""
+loopback server: repeated target ids (R3) and answers past the schema's size limits."""
 
 import asyncio
 

@@ -48,7 +48,7 @@ SP = Speakers.of("Tim", ["John", "May", "Will", "Li Wei", "Li", "王伟", "Dr. S
         # common words are not names mid-sentence
         ("It may rain in Berlin tomorrow.", "unknown", None, False),
         ("They will go skiing.", "unknown", None, False),
-        ("Theo moved to Oslo.", "other", "Theo", False),  # not a speaker: other (A8, issue 15)
+        ("Theo moved to Oslo.", "other", "Theo", False),  # not a speaker: other (A8)
         ("", "unknown", None, False),
     ],
 )
@@ -63,7 +63,7 @@ def test_earliest_mention_wins_and_keys():
 
 
 def test_without_speakers_names_are_other():
-    assert subject_of("John is a nurse.") == Subject("other", "John")  # A8, issue 15
+    assert subject_of("John is a nurse.") == Subject("other", "John")  # A8
     assert subject_of("The user is a nurse.").kind == "user"
 
 
@@ -73,13 +73,13 @@ def test_same_subject_for_the_guard():
     unknown = subject_of("喜欢咖啡。", SP)
     assert not same_subject(user, john)
     assert same_subject(user, subject_of("用户喜欢咖啡", SP))
-    # issue 15: unknown is no wildcard (R2), not even for another unknown.
+    # Unknown is no wildcard (R2), not even for another unknown.
     assert not same_subject(user, unknown) and not same_subject(unknown, john)
     assert not same_subject(unknown, unknown)
     assert same_subject(john, subject_of("JOHN drinks espresso", SP))
 
 
-# -- issue 15: names in every form (A8) ------------------------------------------------
+# -- names in every form (A8) ----------------------------------------------------------
 
 ZH = Speakers.of("Tim", ["John", "Lily", "Anne-Marie", "O'Brien", "Dr. Smith", "Professor Ng"])
 

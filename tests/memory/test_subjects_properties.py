@@ -1,4 +1,4 @@
-"""Property tests for ``subject_of`` (issue 15; A1-A3, A6, A8): generated sentences in
+"""Property tests for ``subject_of`` (A1-A3, A6, A8): generated sentences in
 English and Chinese whose generator knows the right subject. Names are Latin, CJK, titled,
 hyphenated, with apostrophes, common words, aliases, full-width; the subject stands
 first, in a possessive, after a clause, or in quotes and brackets; predicates carry the

@@ -1,4 +1,4 @@
-"""Faults a run must survive (issue 7): a flaky provider, malformed answers, two runs on
+"""Faults a run must survive: a flaky provider, malformed answers, two runs on
 one cache, concurrent writers on one store, and no API key in any artifact."""
 
 import asyncio

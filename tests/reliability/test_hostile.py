@@ -1,4 +1,4 @@
-"""The committed corpus of hostile inputs (issue 14): dataset lines in
+"""The committed corpus of hostile inputs: dataset lines in
 ``hostile/dataset_lines.json`` and scripted model answers in ``hostile/answers.json``, each
 with its expected outcome. docs/reliability.md tabulates them.
 
@@ -110,7 +110,7 @@ class HostileModel(SuiteModel):
 
 def make_hostile_run(tmp_path_factory):
     """The corpus's run; the ``hostile_run`` fixture (tests/conftest.py) makes it once per
-    test session for these tests and the browser tests of issue 21."""
+    test session for these tests and the browser tests of the report pages."""
     tmp = tmp_path_factory.mktemp("hostile")
     folder = tmp / "suite"
     folder.mkdir()
@@ -226,7 +226,7 @@ def test_report_html_holds_no_markup_from_the_inputs(hostile_run):
     page = (run_dir / "report.html").read_text(encoding="utf-8")
     parser = _Markup()
     parser.feed(page)
-    # Two scripts, both the template's: the data block and the page's code (issue 21).
+    # Two scripts, both the template's: the data block and the page's code.
     assert parser.starts.count("script") == 2
     assert [a for a in parser.attrs if a[0] == "script"] == [
         ("script", "type", "application/json"),
@@ -265,7 +265,7 @@ def test_report_md_tables_keep_their_columns(hostile_run):
 
 
 def test_an_unforeseen_error_costs_its_case_not_the_run(tmp_path, monkeypatch):
-    """Defence in depth (issue 14, item 2): whatever a case raises besides a provider
+    """Defence in depth: whatever a case raises besides a provider
     error or a replay-only miss is recorded as that case's error; the others run."""
     from hy_eval.memory import MemoryClient
 

@@ -1,4 +1,4 @@
-"""Killed and interrupted runs (issue 7): SIGKILL at seeded random moments, then --resume:
+"""Killed and interrupted runs: SIGKILL at seeded random moments, then --resume:
 every case exactly once and the same summary as an uninterrupted run over the same cache.
 SIGINT stops cleanly and says how to resume."""
 

@@ -1,4 +1,4 @@
-"""A run folder under hostile or careless use (issue 14, items 4, 5, 8 and 10; rules E2, E5):
+"""A run folder under hostile or careless use (rules E2, E5):
 one run writes a folder at a time, ``--resume`` never sends a key to the URL a manifest
 names and keeps the run's settings, numbers that mean nothing are refused in one line,
 no run is written into a dataset folder and ``baseline bless`` writes nowhere but
@@ -55,7 +55,7 @@ def ids_of(run_dir):
     return [json.loads(line)["id"] for line in (run_dir / "cases.jsonl").read_text().splitlines()]
 
 
-# -- item 4: one run per folder ---------------------------------------------------------
+# -- one run per folder (docs/reliability.md, item 4) -----------------------------------
 
 
 def hold_lock(path):
@@ -74,7 +74,7 @@ def hold_lock(path):
 
 
 def test_a_folder_locked_by_another_process_is_refused(tmp_path, capsys):
-    """Issue 14 item 4: the second run on one --out gets exit 2 and one clear line."""
+    """The second run on one --out gets exit 2 and one clear line."""
     suite = write_suite(tmp_path / "toy", 3)
     out = tmp_path / "run"
     out.mkdir()
@@ -96,7 +96,7 @@ def test_a_folder_locked_by_another_process_is_refused(tmp_path, capsys):
 
 
 def test_a_killed_run_leaves_no_stale_lock(tmp_path):
-    """Issue 14 item 4: the OS drops the lock of a SIGKILLed process; the folder resumes."""
+    """The OS drops the lock of a SIGKILLed process; the folder resumes."""
     suite = write_suite(tmp_path / "toy", 3)
     out = tmp_path / "run"
     out.mkdir()
@@ -110,7 +110,7 @@ def test_a_killed_run_leaves_no_stale_lock(tmp_path):
 
 
 def test_two_runs_started_together_on_one_folder_do_not_merge(tmp_path):
-    """Issue 14 item 4: both used to pass the "already holds a run" check and every case
+    """Both used to pass the "already holds a run" check and every case
     ended up twice in cases.jsonl. Now exactly one runs; the other is refused (exit 2)."""
     suite = write_suite(tmp_path / "toy", 12)
     out = tmp_path / "run"
@@ -141,7 +141,7 @@ def test_two_runs_started_together_on_one_folder_do_not_merge(tmp_path):
     assert results[0]["cases"] == 12
 
 
-# -- item 5: --resume uses the command line's model -------------------------------------
+# -- --resume uses the command line's model (docs/reliability.md, item 5) ---------------
 
 
 def interrupted_run(model, tmp_path, n=4, *extra):
@@ -155,7 +155,7 @@ def interrupted_run(model, tmp_path, n=4, *extra):
 
 
 def test_resume_never_sends_the_key_to_the_url_in_the_manifest(tmp_path, monkeypatch, capsys):
-    """Issue 14 item 5: a copied run folder whose manifest names another server. The
+    """A copied run folder whose manifest names another server. The
     resume used that server and sent it ``Bearer <key>``; now it is refused, no request."""
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     suite = write_suite(tmp_path / "suite", 4)
@@ -178,7 +178,7 @@ def test_resume_never_sends_the_key_to_the_url_in_the_manifest(tmp_path, monkeyp
 
 
 def test_resume_without_model_flags_names_the_flags_it_needs(tmp_path, capsys):
-    """Issue 14 item 5: the default provider (local) is not the run's (openai): refused,
+    """The default provider (local) is not the run's (openai): refused,
     and the message gives the command that resumes."""
     suite = write_suite(tmp_path / "suite", 4)
     with SuiteModel(suite.cases) as model:
@@ -198,7 +198,7 @@ def test_resume_without_model_flags_names_the_flags_it_needs(tmp_path, capsys):
 
 
 def test_resume_keeps_the_runs_settings(tmp_path, capsys):
-    """Issue 14 item 5: --cache-mode off and --concurrency survive a resume that does not
+    """--cache-mode off and --concurrency survive a resume that does not
     repeat them (they were rewritten as read-write and null); a flag given overrides."""
     suite = write_suite(tmp_path / "suite", 4)
     cache = tmp_path / "cache.sqlite"
@@ -230,7 +230,7 @@ def test_resume_keeps_the_runs_settings(tmp_path, capsys):
     ids=["negative-concurrency", "limit-not-a-number", "no-params"],
 )
 def test_resume_of_a_bad_manifest_is_one_line(tmp_path, capsys, edit):
-    """Issue 14 items 5 and 10: a manifest is input; its settings are checked like flags."""
+    """A manifest is input; its settings are checked like flags."""
     suite = write_suite(tmp_path / "suite", 3)
     with SuiteModel(suite.cases) as model:
         run_dir = interrupted_run(model, tmp_path, 3, "--cache-mode", "off")
@@ -243,7 +243,7 @@ def test_resume_of_a_bad_manifest_is_one_line(tmp_path, capsys, edit):
     assert "manifest.json" in line
 
 
-# -- item 10: numbers that mean nothing, a run folder in a dataset folder ---------------
+# -- numbers that mean nothing, a run folder in a dataset folder (docs/reliability.md, item 10) ---
 
 
 @pytest.mark.parametrize(
@@ -264,7 +264,7 @@ def test_resume_of_a_bad_manifest_is_one_line(tmp_path, capsys, edit):
     ],
 )
 def test_meaningless_numbers_are_one_line_usage_errors(tmp_path, capsys, flags, message):
-    """Issue 14 item 10: --limit -1 ran 4 of 5 cases; --concurrency -3 was a traceback."""
+    """--limit -1 ran 4 of 5 cases; --concurrency -3 was a traceback."""
     suite = write_suite(tmp_path / "toy", 5)
     out = tmp_path / "run"
     with SuiteModel(suite.cases) as model:
@@ -277,7 +277,7 @@ def test_meaningless_numbers_are_one_line_usage_errors(tmp_path, capsys, flags, 
 
 
 def test_a_run_folder_in_a_dataset_folder_is_refused(tmp_path, capsys):
-    """Issue 14 item 10: --out datasets/<suite> wrote cases.jsonl into the suite, where the
+    """--out datasets/<suite> wrote cases.jsonl into the suite, where the
     next load reads it as a dataset file."""
     suite = write_suite(tmp_path / "toy", 2)
     before = sorted(p.name for p in DATASETS_DIR.rglob("*"))
@@ -297,11 +297,11 @@ def test_a_run_folder_in_a_dataset_folder_is_refused(tmp_path, capsys):
     assert sorted(p.name for p in (tmp_path / "toy").iterdir()) == ["toy.jsonl"]
 
 
-# -- item 8: bless writes only to reports/baselines/ ------------------------------------
+# -- bless writes only to reports/baselines/ (docs/reliability.md, item 8) --------------
 
 
 def test_bless_refuses_a_suite_name_that_leaves_the_baselines_folder(tmp_path, monkeypatch, capsys):
-    """Issue 14 item 8 (E5): a manifest and summary saying "suite": "../../../../elsewhere/x"
+    """E5: a manifest and summary saying "suite": "../../../../elsewhere/x"
     made bless write reports/baselines/../../../../elsewhere/x.json."""
     suite = write_suite(tmp_path / "toy", 2)
     run_dir = tmp_path / "run"
@@ -358,7 +358,7 @@ def test_lock_file_is_the_only_extra_file(tmp_path):
 
 
 def test_memory_commands_refuse_meaningless_numbers(tmp_path, capsys):
-    """Issue 14 item 10: the same rule for ``memory search --limit`` (SQLite read -1 as no
+    """The same rule for ``memory search --limit`` (SQLite read -1 as no
     limit) and the model flags of ``memory add``."""
     db = str(tmp_path / "store.sqlite")
     assert (
@@ -376,7 +376,7 @@ def test_memory_commands_refuse_meaningless_numbers(tmp_path, capsys):
 
 
 def test_a_lock_file_that_is_a_symlink_is_not_followed(tmp_path, capsys):
-    """Issue 14 item 4: a copied folder's ``.lock`` pointing elsewhere is refused in one
+    """A copied folder's ``.lock`` pointing elsewhere is refused in one
     line; the file it points to is not created or touched."""
     suite = write_suite(tmp_path / "toy", 2)
     out = tmp_path / "run"

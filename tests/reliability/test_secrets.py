@@ -1,4 +1,4 @@
-"""No key in any artifact (issue 14 item 6; rules E2, E6): a provider error body that
+"""No key in any artifact (rules E2, E6): a provider error body that
 echoes the request's headers and a base URL with credentials used to put the key into
 cases.jsonl, report.html, manifest.json and the cache file (stored request, case records).
 One function, ``hy_eval._redact.redact``, cleans text wherever it is stored."""
@@ -47,7 +47,7 @@ class EchoingModel(SuiteModel):
 
 
 def test_no_secret_reaches_any_artifact(tmp_path, monkeypatch):
-    """Issue 14 item 6: every file of the run folder and the cache file (with its WAL)
+    """Every file of the run folder and the cache file (with its WAL)
     is searched for every secret, byte for byte."""
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     suite = write_suite(tmp_path / "toy", 5)

@@ -1,4 +1,4 @@
-"""Paired comparison of two runs on the same case ids (rule E4, issue 17).
+"""Paired comparison of two runs on the same case ids (rule E4).
 
 For each metric: the difference B - A with a paired bootstrap CI (cases resampled
 jointly, so each case is compared with itself), a paired permutation p-value (A and B
@@ -50,9 +50,9 @@ class RunOutcomes:
     passed: dict[str, bool]
     outputs: dict[str, dict[str, Any]] = field(default_factory=dict)
     meta: dict[str, Any] = field(default_factory=dict)
-    #: Each record's id, repeat, rules, tags and checks (for consistency, issue 20).
+    #: Each record's id, repeat, rules, tags and checks (for a metamorphic run's consistency).
     checks: list[dict[str, Any]] = field(default_factory=list)
-    #: ``perturb.json`` of a perturbed run (issue 20), else None.
+    #: ``perturb.json`` of a perturbed run, else None.
     perturbation: dict[str, Any] | None = None
 
 
@@ -434,7 +434,7 @@ def own_values(run: RunOutcomes) -> dict[str, dict[str, Any]]:
 def _consistency_of(
     a: RunOutcomes, b: RunOutcomes, ids: list[str], flipped: list[str]
 ) -> dict[str, Any]:
-    """B's (case, check) verdicts against A's (issue 20), when both are run folders; with
+    """B's (case, check) verdicts against A's, when both are run folders; with
     B a perturbed run (``RUN/perturb/<name>``) its names are mapped back for the diffs.
     ``changed_count``: the shared cases with at least one check verdict changed, the
     ``flipped`` ones included (None when a side has no check verdicts, as a baseline)."""

@@ -1,5 +1,5 @@
 """A run's case records as a pandas DataFrame, for one's own analysis in a notebook
-(issue 21; docs/analysis.md has an example)."""
+(docs/analysis.md has an example)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """``hy-eval matchers evaluate``: each matcher's precision and recall against pairs of
-(predicted fact, gold fact) that people judged the same or not (issue 19 item 3).
+(predicted fact, gold fact) that people judged the same or not.
 
 The file format is in docs/metrics.md ("Measuring the matchers"). Each matcher decides
 on each pair alone, so this measures its acceptance rule; the one-to-one assignment

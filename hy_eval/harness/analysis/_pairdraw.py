@@ -1,6 +1,6 @@
 """``hy-eval matchers draw`` and ``matchers agree``: draw (predicted fact, gold fact) pairs
-from real runs for people to judge, and measure how far two judges agree (issue 19 item
-3; docs/metrics.md, "Measuring the matchers").
+from real runs for people to judge, and measure how far two judges agree
+(docs/metrics.md, "Measuring the matchers").
 
 Drawing: in every case record of the given runs, each gold fact that has a ``text`` is
 paired with each of the case's distinct predicted facts that is *related* to it (shares a

@@ -4,7 +4,7 @@ A ratio metric's interval is the hull of a percentile bootstrap over cases (the 
 was sampled, so facts of one case stay together) and Wilson's score interval with the
 effective number of units as n (``_effective_n``: the cases, at 0 and 1). The bootstrap
 alone collapses to a zero-width interval at 0, at 1
-and on a handful of cases (issue 17: 45% coverage at n=10, p=0.95); Wilson keeps its
+and on a handful of cases (measured: 45% coverage at n=10, p=0.95); Wilson keeps its
 coverage there, and where the bootstrap is the wider of the two (cases that vary a lot)
 it stays. docs/metrics.md gives the measured coverage.
 """
@@ -47,7 +47,7 @@ def binom_half_cdf(k: int, n: int) -> float:
 
     Summed in log space from the term at ``k`` downwards (each term is the previous one
     times i / (n - i + 1)), stopping once the terms no longer change the sum; 2**n is
-    never formed, so nothing overflows (issue 17: ``2.0**n`` did at n = 1,024)."""
+    never formed, so nothing overflows (computing ``2.0**n`` overflowed at n = 1,024)."""
     if k < 0:
         return 0.0
     if k >= n:

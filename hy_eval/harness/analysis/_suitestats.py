@@ -1,4 +1,4 @@
-"""``hy-eval datasets stats SUITE``: what a suite can measure (issue 18; docs/datasets.md,
+"""``hy-eval datasets stats SUITE``: what a suite can measure (docs/datasets.md,
 "Suite statistics").
 
 Counts per language, per rule a case actually CHECKS (``checked_rules``: derived from its

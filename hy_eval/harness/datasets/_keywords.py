@@ -1,4 +1,4 @@
-"""Keyword matching for gold checks (issue 18; docs/datasets.md, "Keywords").
+"""Keyword matching for gold checks (docs/datasets.md, "Keywords").
 
 A keyword item is a string or an any-of group (a list of strings: at least one must
 occur). Text and keywords are compared in a canonical form:

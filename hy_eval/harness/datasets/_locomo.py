@@ -1,4 +1,4 @@
-"""LoCoMo conversations as a suite of attribution cases (issue 19; docs/datasets.md,
+"""LoCoMo conversations as a suite of attribution cases (docs/datasets.md,
 "LoCoMo import").
 
 LoCoMo (github.com/snap-research/locomo) holds long two-person conversations. Each

@@ -1,5 +1,5 @@
 """LoCoMo sessions as cases: keywords, perspectives, history, and the suite folder
-(issue 19; docs/datasets.md, "LoCoMo import"). ``_locomo`` reads the data."""
+(docs/datasets.md, "LoCoMo import"). ``_locomo`` reads the data."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A LoCoMo session cut into parts of at most ``MAX_FACTS`` observations (issue 19).
+"""A LoCoMo session cut into parts of at most ``MAX_FACTS`` observations.
 
 The extraction answer holds at most ``MAX_FACTS`` facts (8; ``hy_eval.memory._extract``),
 while a LoCoMo session has up to 16 observations: a whole session as one case would cap

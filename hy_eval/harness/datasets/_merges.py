@@ -1,4 +1,4 @@
-"""Whether a case's ``untouched`` memories can catch a cross-subject merge (issue 18;
+"""Whether a case's ``untouched`` memories can catch a cross-subject merge (R1, E1;
 ``hy-eval datasets validate --merges``, docs/datasets.md).
 
 An untouched memory measures a merge only when a wrong answer could merge it: the
@@ -116,8 +116,8 @@ def merge_problems(case: Case) -> list[str]:
     for mid in untouched:
         problems += _untouched_problems(case, mid, found)
     # A memory to change must be found by the query a perfect answer makes, its gold
-    # fact's text, as the pipeline searches with each predicted fact's text (issue 28:
-    # ms-zh-2075's keyword query found 用户在备考日语N2。 while the text query did not).
+    # fact's text, as the pipeline searches with each predicted fact's text (in
+    # ms-zh-2075 the keyword query found 用户在备考日语N2。 while the text query did not).
     if changing:
         found = retrieval(case, text_only=True)
     for mid in changing:

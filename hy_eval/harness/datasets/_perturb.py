@@ -1,4 +1,4 @@
-"""Metamorphic perturbations of a case (issue 20): pure, seeded functions from a case to
+"""Metamorphic perturbations of a case: pure, seeded functions from a case to
 a case with its gold remapped, so that a verdict must not change.
 
 Each function takes a case and a seed and returns a ``Perturbed`` (the new case and a map

@@ -6,7 +6,7 @@ metrics, per-case outcomes, dataset and prompt hashes, provider and model. A gat
 allowed drop (``max_drop``, for higher-is-better metrics) or rise (``max_rise``, for
 rates) against the baseline. A baseline gate fails only when a one-sided test finds the
 run worse than the baseline by more than the allowed amount, with Holm's correction
-across the gated metrics at the file's ``alpha`` (issue 17; docs/ci.md):
+across the gated metrics at the file's ``alpha`` (E5; docs/ci.md):
 
     baseline = "reports/baselines/multi_speaker.json"   # optional
     alpha = 0.05                                        # optional
@@ -18,7 +18,7 @@ across the gated metrics at the file's ``alpha`` (issue 17; docs/ci.md):
     [metrics.merge_violation_rate_applied]
     max = 0.0
 
-    [consistency.rename]                                # issue 20: run with --perturb
+    [consistency.rename]                                # needs run --perturb rename
     min = 0.95
 """
 
@@ -60,7 +60,7 @@ class Gates:
     metrics: dict[str, dict[str, float]]
     baseline: str | None = None
     alpha: float = 0.05
-    #: Perturbation -> {"min": floor} on its consistency (issue 20).
+    #: Perturbation -> {"min": floor} on its consistency.
     consistency: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
@@ -68,7 +68,7 @@ class Gates:
 class GateResult:
     failures: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
-    #: Gates that hold, with the effect each can see (issue 17).
+    #: Gates that hold, with the effect each can see.
     notes: list[str] = field(default_factory=list)
     #: Baseline gates with no shared case to test: neither held nor failed.
     untested: list[str] = field(default_factory=list)
@@ -122,7 +122,7 @@ def load_gates(path: str | Path) -> Gates:
 
 def _consistency_gates(path: str | Path, table: Any) -> dict[str, dict[str, float]]:
     """``[consistency.<perturbation>] min = 0.95``: a floor on the share of verdicts the
-    perturbation leaves unchanged (issue 20)."""
+    perturbation leaves unchanged."""
     from hy_eval.harness.datasets import PERTURBATIONS
 
     out: dict[str, dict[str, float]] = {}
@@ -178,7 +178,7 @@ _SAFE_NAME = re.compile(r"[\w][\w.+ -]{0,99}")
 def default_baseline_path(suite: Any) -> Path:
     """``reports/baselines/<suite>.json``. The suite name comes from a run's manifest and
     summary, which anyone can edit: a name that is not one plain file name is refused, so
-    that nothing is written outside ``reports/baselines/`` (issue 14)."""
+    that nothing is written outside ``reports/baselines/``."""
     if not isinstance(suite, str) or not _SAFE_NAME.fullmatch(suite) or ".." in suite:
         raise GateConfigError(
             f"suite name {suite!r} is not a plain file name; give the baseline file with --out"

@@ -1,4 +1,4 @@
-"""The comparison page of two runs (issue 21): ``hy-eval compare RUN_A RUN_B --html OUT``
+"""The comparison page of two runs (E4, E7): ``hy-eval compare RUN_A RUN_B --html OUT``
 and one page per comparison of a matrix run.
 
 The numbers are those of :func:`hy_eval.harness.analysis._compare.compare` (paired differences with

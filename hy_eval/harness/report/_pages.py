@@ -1,4 +1,4 @@
-"""The HTML pages (E7, issue 21): ``report.html`` of a run and the comparison page of two.
+"""The HTML pages (E7): ``report.html`` of a run and the comparison page of two.
 
 Each page is rendered from a Jinja template in ``templates/`` with autoescaping on, so a
 value from a dataset, a model or the command line is text wherever the template puts it.
@@ -114,7 +114,7 @@ def metric_row(name: str, entry: Any) -> dict[str, Any]:
             "width": round(100 * max(0.0, min(1.0, hi) - max(0.0, lo)), 2),
             "value": round(100 * max(0.0, min(1.0, value)), 2),
         }
-    # Issue 17 marks an interval on a handful of cases; the page says so as report.md does.
+    # ``small_n`` marks an interval on a handful of cases; the page says so as report.md does.
     few = f"n={entry.get('n')}, few cases" if entry.get("small_n") and value is not None else ""
     return {
         "name": name,

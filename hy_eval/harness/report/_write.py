@@ -50,14 +50,14 @@ class _Scan:
         self.tokens_in = self.tokens_out = 0
         self.costs: list[float | None] = []
         self.confusion: Counter[tuple[str, str]] = Counter()
-        #: Guard events over the records: cross-subject, and undecided (issue 15).
+        #: Guard events over the records: cross-subject, and undecided (R2).
         self.guard_counts = {"cross_subject": 0, "undecided": 0}
         #: What the page shows of each case (``_pages.case_entry``), by verdict, capped.
         self.entries: dict[bool, list[dict[str, Any]]] = {False: [], True: []}
         self.shown = 0  # records that could be shown
         #: System prompts kept once for the page: text -> index (see case_entry).
         self.systems: dict[str, int] = {}
-        #: What was cut from answers to the schemas' limits (issue 14): counts by kind,
+        #: What was cut from answers to the schemas' limits: counts by kind,
         #: and ``cases`` with any cut.
         self.truncated: Counter[str] = Counter()
         #: Judge answers that could not be used (``--matcher judge``).
@@ -210,7 +210,7 @@ _MD_BREAK_RE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 def _md(value: Any) -> str:
     """A value from a dataset, the command line or a model as literal Markdown text: each
-    markup character backslash-escaped, line breaks made spaces (issue 14). Ids, tags and
+    markup character backslash-escaped, line breaks made spaces. Ids, tags and
     model names without such characters come out unchanged."""
     return _MD_SPECIAL_RE.sub(r"\\\1", _MD_BREAK_RE.sub(" ", str(value)))
 

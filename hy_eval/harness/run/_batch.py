@@ -1,4 +1,4 @@
-"""``run --batch`` (issue 23): the model's answers fetched through the vendor's batch
+"""``run --batch``: the model's answers fetched through the vendor's batch
 endpoints first, then the normal run, which finds every answer in the cache.
 
 Which requests a case makes is found by running the case itself with a collecting

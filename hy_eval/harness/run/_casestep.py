@@ -35,7 +35,7 @@ from hy_eval.llm._base import short_text
 from hy_eval.memory import AddResult, MemoryClient, MemoryStore, PromptLibrary
 
 #: The most characters of a raw answer kept in a case record: far above what
-#: ``max_tokens`` lets a model write, far below what fills a disk (issue 14).
+#: ``max_tokens`` lets a model write, far below what fills a disk.
 RAW_ANSWER_LIMIT = 32_000
 
 
@@ -96,7 +96,7 @@ async def run_case(
         raise
     except Exception as exc:
         # Anything else (a bug, or an answer no check foresaw) costs this case, never the
-        # run: the healthy cases are kept and the reason is in the record (issue 14).
+        # run: the healthy cases are kept and the reason is in the record.
         outcome.error = f"internal error: {type(exc).__name__}: {short_text(str(exc))}"
     else:
         fields.update(_pipeline_fields(result, store, case, outcome, llm, prices))
@@ -205,7 +205,7 @@ def _pipeline_fields(
         "profile_issues": ext.profile_issues,
         "operations": {"raw": outcome.raw_ops, "applied": outcome.applied_ops},
         "guard_events": [g.as_dict() for g in rec.guard_events],
-        # Operations the guard added because a subject could not be told (issue 15).
+        # Operations the guard added because a subject could not be told (R2).
         "guard_undecided": rec.undecided,
         "fallback": rec.fallback,
         "store_after": snap,

@@ -1,4 +1,4 @@
-"""Rules that keep a run folder whole and a resume honest (issue 14).
+"""Rules that keep a run folder whole and a resume honest (E2).
 
 - A folder is written by one run at a time: an OS lock (``fcntl.flock``) on
   ``DIR/.lock``, held while the run writes. The kernel drops it when the process dies,

@@ -30,7 +30,7 @@ def run_suite(
     suite: Suite | None = None,
 ) -> tuple[Path, dict[str, Any], int]:
     """One run and, with ``perturbations``, a run per perturbation under
-    ``RUN/perturb/<name>/`` (issue 20). ``suite``: ``config.suite`` already loaded (it is
+    ``RUN/perturb/<name>/``. ``suite``: ``config.suite`` already loaded (it is
     then not loaded again). Returns the run folder, its summary and the exit code; raises
     ``RunError``."""
     if not perturbations:

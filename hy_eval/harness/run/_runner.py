@@ -106,7 +106,7 @@ class Runner:
             "provider": llm.provider.name,
             "model": llm.provider.model,
             "base_url": llm.provider.base_url or None,
-            # The openai provider's structured-output mode and how it was chosen (issue 22).
+            # The openai provider's structured-output mode and how it was chosen.
             "structured_output": getattr(llm.provider, "structured_choice", None),
             "params": self.config.params(),
             "git": git_state(),
@@ -254,7 +254,7 @@ class Runner:
                 ) from None
             except RunStopped as exc:
                 # A native crash of the model library, or a server refusing every call the
-                # same way (issue 22): the finished cases are on disk.
+                # same way: the finished cases are on disk.
                 kept = len(repair_records(records))
                 raise RunError(
                     f"{exc.describe()}; {kept} case{'' if kept == 1 else 's'} kept in {records}"

@@ -126,7 +126,7 @@ class CaseRecord(BaseModel):
         default_factory=list, description="Operations the guard changed (R2)."
     )
     guard_undecided: int = Field(
-        0, description="Guard events where a subject could not be told (issue 15)."
+        0, description="Guard events where a subject could not be told (R2)."
     )
     fallback: str | None = Field(None, description="Why the R3 fallback ran, if it did.")
     store_after: dict[str, Any] | None = Field(None, description="The user's store after.")

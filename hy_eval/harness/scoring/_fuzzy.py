@@ -1,5 +1,5 @@
 """The ``fuzzy`` matcher: which predicted fact, if any, states each gold fact, when the
-wording differs (issue 19). docs/metrics.md ("Matchers") explains the rule and the
+wording differs. docs/metrics.md ("Matchers") explains the rule and the
 threshold.
 
 A pair is accepted when the Dice coefficient of the two facts' content features

@@ -1,4 +1,4 @@
-"""The ``judge`` matcher's model calls (issue 19): an LLM decides, for each (gold,
+"""The ``judge`` matcher's model calls: an LLM decides, for each (gold,
 predicted) pair of a case, whether the two state the same fact.
 
 One call per pair, through the LLM layer like every pipeline call (the same cache,

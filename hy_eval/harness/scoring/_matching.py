@@ -1,5 +1,5 @@
-"""Matchers: which predicted fact, if any, states each gold fact of a case (issues 19,
-28). docs/metrics.md ("Matchers") describes each one.
+"""Matchers: which predicted fact, if any, states each gold fact of a case.
+docs/metrics.md ("Matchers") describes each one.
 
 ``strict``, the default, decides each pair by ``_strict.decide`` (keywords as words,
 content agreement, agreeing cues) and assigns by agreement before subject. ``keyword`` is

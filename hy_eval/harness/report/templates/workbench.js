@@ -1,5 +1,5 @@
 "use strict";
-// The workbench pages' script (issue 21): reads the JSON block #hy-data and builds the
+// The workbench pages' script (E7): reads the JSON block #hy-data and builds the
 // case table, filters, search, case view and flipped cases. Every piece of dataset or
 // model text goes into the page as a text node (el() below), never as HTML.
 (function () {
