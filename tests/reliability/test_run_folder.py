@@ -225,9 +225,21 @@ def test_resume_keeps_the_runs_settings(tmp_path, capsys):
     [
         lambda m: m["params"].update(concurrency=-3),
         lambda m: m["params"].update(limit="all"),
+        lambda m: m["params"].update(limit=True),
+        lambda m: m["params"].update(guard="yes"),
+        lambda m: m["params"].update(timeout="5"),
+        lambda m: m["params"].update(suite=["multi_speaker"]),
         lambda m: m.pop("params"),
     ],
-    ids=["negative-concurrency", "limit-not-a-number", "no-params"],
+    ids=[
+        "negative-concurrency",
+        "limit-not-a-number",
+        "limit-a-bool",
+        "guard-not-a-bool",
+        "timeout-a-string",
+        "suite-a-list",
+        "no-params",
+    ],
 )
 def test_resume_of_a_bad_manifest_is_one_line(tmp_path, capsys, edit):
     """A manifest is input; its settings are checked like flags."""
