@@ -12,7 +12,7 @@ quote this script's output.
 Synthetic runs come from the committed baseline's cases with a known generating process
 (``tests/harness/simulated_runs.py`` describes it); every rate goes through the public
 ``compare``, ``evaluate_outcomes`` and ``ratio_with_ci``. Seeded: the same arguments give
-the same figures. ``tests/harness/test_error_rates.py`` checks the same rates with fewer
+the same figures. ``tests/harness/analysis/test_error_rates.py`` checks the same rates with fewer
 repetitions.
 """
 

@@ -5,9 +5,8 @@ line and exit 2."""
 import json
 
 from hy_eval.cli import main
-
-from ..harness.scripted_suite import SuiteModel, model_args
-from ..harness.test_run import write_suite
+from tests.harness.run.test_run import write_suite
+from tests.harness.scripted_suite import SuiteModel, model_args
 
 
 def finished_run(tmp_path, n=4):

@@ -12,8 +12,7 @@ import re
 from hy_eval.conversation import render_conversation
 from hy_eval.llm.loopback import LoopbackServer, Reply, openai_completion
 from hy_eval.memory._extract import MAX_FACT_CHARS, cut_text
-
-from .oracle import plan_operations
+from tests.harness.oracle import plan_operations
 
 PREFIX = {
     "en": {"user": "The user", "assistant": "The assistant"},

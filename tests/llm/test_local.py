@@ -12,8 +12,7 @@ import pytest
 from hy_eval.harness import RunConfig, RunError, Runner
 from hy_eval.llm import LLMClient, Request, make_provider
 from hy_eval.llm._local import embedded_model_path, model_process
-
-from ..harness.test_run import write_suite
+from tests.harness.run.test_run import write_suite
 
 pytestmark = pytest.mark.slow
 

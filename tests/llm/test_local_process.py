@@ -13,8 +13,7 @@ import pytest
 from hy_eval.cli import main
 from hy_eval.harness import RunConfig, RunError, Runner
 from hy_eval.llm import LLMClient, ModelProcessDied, ProviderError, Request, _local, make_provider
-
-from ..harness.test_run import write_suite
+from tests.harness.run.test_run import write_suite
 
 FAKE = Path(__file__).with_name("fake_llama_worker.py")
 

@@ -10,9 +10,8 @@ import threading
 
 from hy_eval.harness import RunConfig, Runner
 from hy_eval.llm.loopback import Reply
-
-from ..harness.scripted_suite import SuiteModel, model_args, perfect_extraction
-from ..harness.test_run import write_suite
+from tests.harness.run.test_run import write_suite
+from tests.harness.scripted_suite import SuiteModel, model_args, perfect_extraction
 
 SECRET = "sk-dummy-SECRET-7f3a9c"
 
@@ -204,8 +203,7 @@ def test_two_runs_share_one_cache_file_at_the_same_time(tmp_path):
 
 def test_threads_adding_to_one_store_file_lose_nothing(tmp_path):
     from hy_eval.memory import MemoryStore
-
-    from ..memory.scripted import ScriptedModel
+    from tests.memory.scripted import ScriptedModel
 
     path = tmp_path / "store.sqlite"
     n_threads, per_thread = 4, 5

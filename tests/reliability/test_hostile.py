@@ -21,8 +21,7 @@ import pytest
 from hy_eval.conversation._render import LABEL_LINE_RE, NAME_LINE_RE
 from hy_eval.harness import Runner, load_suite
 from hy_eval.llm.loopback import Reply
-
-from ..harness.scripted_suite import SuiteModel, perfect_extraction, scripted_config
+from tests.harness.scripted_suite import SuiteModel, perfect_extraction, scripted_config
 
 HERE = Path(__file__).parent / "hostile"
 ROOT = Path(__file__).resolve().parents[2]
@@ -238,7 +237,7 @@ def test_report_html_holds_no_markup_from_the_inputs(hostile_run):
     assert parser.starts.count("img") == len(sources) == 3  # the plots only
     assert "details" not in parser.starts and "summary" not in parser.starts
     # Every case is in the data block, whole: the page's script shows it as text
-    # (tests/harness/test_pages_browser.py runs this corpus in Chromium).
+    # (tests/harness/report/test_pages_browser.py runs this corpus in Chromium).
     start = page.index(">", page.index('id="hy-data"')) + 1
     data = json.loads(page[start : page.index("</script>", start)])
     assert sorted(c["id"] for c in data["cases"]) == sorted(records)
@@ -268,8 +267,7 @@ def test_an_unforeseen_error_costs_its_case_not_the_run(tmp_path, monkeypatch):
     """Defence in depth: whatever a case raises besides a provider
     error or a replay-only miss is recorded as that case's error; the others run."""
     from hy_eval.memory import MemoryClient
-
-    from ..harness.test_run import write_suite
+    from tests.harness.run.test_run import write_suite
 
     suite = write_suite(tmp_path / "toy", 4)
     real_add = MemoryClient.add_normalised  # what the runner calls (messages normalised)

@@ -16,9 +16,8 @@ from hy_eval.llm import build_client
 from hy_eval.llm._batch import STATE_NAME, BatchEngine, BatchState, BatchStateError
 from hy_eval.llm.loopback import LoopbackServer, Reply, openai_completion
 from hy_eval.llm.loopback_batch import BatchBackend, BatchScript
-
-from ..harness.test_run import write_suite
-from ..llm.test_batch import client, echo_script, items_of, one_round, requests
+from tests.harness.run.test_run import write_suite
+from tests.llm.test_batch import client, echo_script, items_of, one_round, requests
 
 KEY = "sk-canary-BATCH-4f3e2d1c0b"
 

@@ -13,9 +13,8 @@ import pytest
 
 from hy_eval._terminal import neutralise
 from hy_eval.cli import main
-
-from ..harness.scripted_suite import SuiteModel, model_args
-from ..harness.test_run import write_suite
+from tests.harness.run.test_run import write_suite
+from tests.harness.scripted_suite import SuiteModel, model_args
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -13,9 +13,8 @@ from hy_eval.harness.run import Runner
 from hy_eval.harness.scoring import REASON_LIMIT, Judge
 from hy_eval.llm._base import LABEL_LIMIT
 from hy_eval.llm.loopback import LoopbackServer, Reply, anthropic_message, openai_completion
-
-from ..harness.scripted_suite import scripted_config
-from ..harness.test_matcher_runs import CASES, JudgedSuiteModel, write_suite
+from tests.harness.run.test_matcher_runs import CASES, JudgedSuiteModel, write_suite
+from tests.harness.scripted_suite import scripted_config
 
 SAME = '{"same": true, "reason": "the same"}'
 

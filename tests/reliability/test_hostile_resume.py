@@ -9,10 +9,9 @@ import json
 
 from hy_eval.cli import main
 from hy_eval.llm.loopback import LoopbackServer, Reply, anthropic_message, openai_completion
-
-from ..harness.scripted_suite import model_args
-from ..harness.test_matcher_runs import JudgedSuiteModel, write_suite
-from .test_run_folder import error_lines, ids_of
+from tests.harness.run.test_matcher_runs import JudgedSuiteModel, write_suite
+from tests.harness.scripted_suite import model_args
+from tests.reliability.test_run_folder import error_lines, ids_of
 
 OPENAI_KEY = "sk-canary-OPENAI-7d1f2e3a"
 ANTHROPIC_KEY = "sk-ant-canary-ANTHROPIC-9c8b7a6d"

@@ -11,8 +11,8 @@ import sys
 import time
 from pathlib import Path
 
-from ..harness.scripted_suite import SuiteModel
-from ..harness.test_run import write_suite
+from tests.harness.run.test_run import write_suite
+from tests.harness.scripted_suite import SuiteModel
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -19,9 +19,8 @@ from hy_eval.harness.datasets import DATASETS_DIR
 from hy_eval.harness.gate import default_baseline_path
 from hy_eval.harness.run import LOCK_NAME
 from hy_eval.llm.loopback import LoopbackServer, Reply, openai_completion
-
-from ..harness.scripted_suite import SuiteModel, model_args, scripted_config
-from ..harness.test_run import write_suite
+from tests.harness.run.test_run import write_suite
+from tests.harness.scripted_suite import SuiteModel, model_args, scripted_config
 
 SECRET = "sk-dummy-RESUME-5b1e0d4c"
 

@@ -25,7 +25,7 @@ from hy_eval.harness.text import features, fold, is_negated
 #: "喜欢喝茶": 0.57) would pass, which is the very confusion this project measures; at 0.6
 #: those fail, while a paraphrase or a partial fact that keeps most content words passes
 #: (0.67-1.0). The price: paraphrases that change half the words ("took a solo trip" /
-#: "travelled alone": 0.55) are missed. tests/harness/test_matchers.py holds these pairs;
+#: "travelled alone": 0.55) are missed. tests/harness/scoring/test_matchers.py holds these pairs;
 #: datasets/matcher_pairs measures the choice (docs/metrics.md, "fuzzy").
 FUZZY_THRESHOLD = 0.6
 

@@ -17,7 +17,7 @@ from hy_eval.harness.datasets import RULE_IDS
 from hy_eval.harness.report import PLOTS, RULE_TITLES, draw, figure
 from hy_eval.harness.scoring import METRICS, SUBJECT_KINDS
 
-SPEC = Path(__file__).resolve().parents[2] / "docs" / "spec.md"
+SPEC = Path(__file__).resolve().parents[3] / "docs" / "spec.md"
 
 
 def entry(value):

@@ -11,11 +11,10 @@ import pytest
 from hy_eval.harness import Runner, load_suite
 from hy_eval.harness.run import _reuse
 from hy_eval.llm.loopback import Reply
-
-from .scripted_suite import SuiteModel, perfect_extraction
-from .test_report_escaping import embedded_data
-from .test_run import config as run_config
-from .test_run import write_suite
+from tests.harness.report.test_report_escaping import embedded_data
+from tests.harness.run.test_run import config as run_config
+from tests.harness.run.test_run import write_suite
+from tests.harness.scripted_suite import SuiteModel, perfect_extraction
 
 
 def config(server, tmp_path, name, **kw):
@@ -156,8 +155,7 @@ def test_a_case_edited_during_the_run_stops_it_with_a_dataset_error(tmp_path, mo
 
 def test_cassette_record_exports_every_answer_even_when_records_are_cached(tmp_path):
     from hy_eval.cli import main
-
-    from .scripted_suite import model_args
+    from tests.harness.scripted_suite import model_args
 
     suite = write_suite(tmp_path / "toy", 3)
     cache = tmp_path / "cache.sqlite"

@@ -21,8 +21,7 @@ from hy_eval.harness import Runner, load_suite
 from hy_eval.harness.analysis import compare
 from hy_eval.harness.analysis import run_outcomes as load_outcomes
 from hy_eval.harness.report import write_compare_page
-
-from .scripted_suite import SuiteModel, perfect_extraction, scripted_config
+from tests.harness.scripted_suite import SuiteModel, perfect_extraction, scripted_config
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 if CHROMIUM is None and not os.environ.get("CI"):

@@ -6,9 +6,8 @@ import pytest
 
 from hy_eval.harness import Case, Outcome, score_case
 from hy_eval.harness.datasets import canonical, chinese_number, contains_all, matches
-
-from .oracle import chinese_number as zh_words
-from .oracle import english_number
+from tests.harness.oracle import chinese_number as zh_words
+from tests.harness.oracle import english_number
 
 
 @pytest.mark.parametrize(

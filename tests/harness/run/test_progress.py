@@ -14,7 +14,7 @@ from types import SimpleNamespace
 from hy_eval.harness.run import Progress, clock
 from hy_eval.llm import CallStats
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 class Tty(io.StringIO):
@@ -87,7 +87,7 @@ def test_a_run_on_a_terminal_shows_the_model_loading_and_the_case_ticking(tmp_pa
     """The local provider with the scripted worker, whose first request takes 2.5 s (as
     loading the model does), on a pseudo-terminal: the line names the phase and the case,
     and its clock ticks while the call runs."""
-    from .test_run import write_suite
+    from tests.harness.run.test_run import write_suite
 
     write_suite(tmp_path / "toy", 2)
     fake = ROOT / "tests" / "llm" / "fake_llama_worker.py"

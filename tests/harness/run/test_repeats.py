@@ -4,9 +4,8 @@ import json
 import threading
 
 from hy_eval.cli import main
-
-from .scripted_suite import SuiteModel, model_args
-from .test_run import write_suite
+from tests.harness.run.test_run import write_suite
+from tests.harness.scripted_suite import SuiteModel, model_args
 
 
 class OnceBroken(SuiteModel):

@@ -9,8 +9,7 @@ import pytest
 from hy_eval.harness import Case, load_suite, score_case
 from hy_eval.harness.datasets import DATASETS_DIR, check_history_case
 from hy_eval.harness.scoring import ACCURACY_METRICS, METRICS, VIOLATION_METRICS
-
-from .oracle import (
+from tests.harness.oracle import (
     SUBJECT_WORDS,
     TEMPLATES,
     oracle_outcome,

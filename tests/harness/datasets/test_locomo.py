@@ -19,9 +19,8 @@ from hy_eval.harness.datasets import (
     import_locomo,
     read_conversations,
 )
-
-from .scripted_suite import SuiteModel
-from .test_run import config
+from tests.harness.run.test_run import config
+from tests.harness.scripted_suite import SuiteModel
 
 
 def turn(speaker, n, i, text, caption=None):

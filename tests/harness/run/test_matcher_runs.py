@@ -14,8 +14,7 @@ from hy_eval.harness.analysis import CompareError, compare, run_outcomes
 from hy_eval.harness.report import comparison_text, write_compare_page
 from hy_eval.harness.run import Runner
 from hy_eval.llm.loopback import Reply, openai_completion
-
-from .scripted_suite import SuiteModel, scripted_config
+from tests.harness.scripted_suite import SuiteModel, scripted_config
 
 CASES = [
     # A paraphrase the keywords miss (no "Charité"), in English and in Chinese.
@@ -180,8 +179,7 @@ def test_judge_on_another_model_is_cached_like_any_call(tmp_path, suite):
 
 def test_the_command_line_chooses_the_matcher_and_compare_refuses_a_mix(tmp_path, suite, capsys):
     from hy_eval.cli import main
-
-    from .scripted_suite import model_args
+    from tests.harness.scripted_suite import model_args
 
     base = [*suite_flag(suite), "--cache-mode", "off", "--quiet", "--retries", "0"]
     with JudgedSuiteModel(suite.cases, same={"用户是柏林的护士"}) as model:

@@ -18,8 +18,7 @@ from hy_eval.harness.datasets import (
     perturb_suite,
 )
 from hy_eval.harness.scoring import ACCURACY_METRICS, METRICS
-
-from .oracle import score_oracle
+from tests.harness.oracle import score_oracle
 
 CASES = load_suite("multi_speaker").cases
 

@@ -452,7 +452,7 @@ def test_no_case_copies_a_prompt_example():
     from hy_eval.harness.datasets import canonical
 
     examples = []
-    for path in sorted((Path(__file__).parents[2] / "prompts").glob("*/*.j2")):
+    for path in sorted((Path(__file__).parents[3] / "prompts").glob("*/*.j2")):
         lines = re.findall(r"^\[[^\]]+\]:\s*(.*)$", path.read_text(encoding="utf-8"), re.M)
         if lines:
             examples.append(_grams(canonical("\n".join(lines))))

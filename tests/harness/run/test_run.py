@@ -8,8 +8,7 @@ import pytest
 
 from hy_eval.harness import RunConfig, Runner, load_suite
 from hy_eval.harness.scoring import ACCURACY_METRICS, VIOLATION_METRICS
-
-from .scripted_suite import SuiteModel, perfect_extraction, scripted_config
+from tests.harness.scripted_suite import SuiteModel, perfect_extraction, scripted_config
 
 
 def config(server, tmp_path, **kw):

@@ -10,9 +10,8 @@ from hy_eval.harness import load_suite
 from hy_eval.harness.analysis import changed_checks, consistency, verdicts_of
 from hy_eval.harness.datasets import Skip, perturb
 from hy_eval.harness.run import run_with_perturbations
-
-from .scripted_suite import SuiteModel, model_args, perfect_extraction
-from .test_run import config as run_config
+from tests.harness.run.test_run import config as run_config
+from tests.harness.scripted_suite import SuiteModel, model_args, perfect_extraction
 
 USERS = ["Tim", "Lena", "Dana", "Ines", "Priya", "Ava", "Raj", "Omar"]
 OTHERS = ["John", "Rachel", "Marco", "Kenji", "Sofia", "Felix", "Nadia", "Carl"]

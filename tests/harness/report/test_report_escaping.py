@@ -1,15 +1,14 @@
 """Reports are shared as CI artifacts: text from datasets, models and the command line is
 always escaped in report.html and report.md (E7). The page is rendered from Jinja
 templates with autoescaping and carries the cases as JSON in one script block, which the
-browser tests (tests/harness/test_pages_browser.py) show as text."""
+browser tests (tests/harness/report/test_pages_browser.py) show as text."""
 
 import json
 import re
 from html.parser import HTMLParser
 
 from hy_eval.harness.report import markdown_report, script_json, write_reports
-
-from .test_report import ok_record
+from tests.harness.report.test_report import ok_record
 
 XSS = '<img src=x onerror="document.title=1">'
 

@@ -5,8 +5,7 @@ UPDATE the guard keeps but the case did not expect, scores the hand-counted shar
 import json
 
 from hy_eval.harness import RunConfig, Runner, load_suite
-
-from .scripted_suite import SuiteModel
+from tests.harness.scripted_suite import SuiteModel
 
 CASES = [
     {

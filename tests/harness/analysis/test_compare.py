@@ -13,10 +13,9 @@ from hy_eval.cli import main
 from hy_eval.harness import write_reports
 from hy_eval.harness.analysis import RunOutcomes, compare
 from hy_eval.harness.report import comparison_text
-
-from .test_pages import write_run
-from .test_report import scored_record
-from .test_report_escaping import manifest
+from tests.harness.report.test_pages import write_run
+from tests.harness.report.test_report import scored_record
+from tests.harness.report.test_report_escaping import manifest
 
 FLIPPED = "flipped (pass/fail verdict changed): 1 case, 0 fixed by B, 1 broken by B"
 CHANGED = "changed (at least one check's verdict changed, flipped ones included): 3 cases"

@@ -16,10 +16,9 @@ from hy_eval.harness import Runner, load_suite
 from hy_eval.llm._batch import STATE_NAME
 from hy_eval.llm.loopback import LoopbackServer
 from hy_eval.llm.loopback_batch import BatchScript
+from tests.harness.scripted_suite import SuiteModel, scripted_config
 
-from .scripted_suite import SuiteModel, scripted_config
-
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 LIMIT = 12
 #: Summary fields a batch run may differ in: timing, cost and the call counters.
 NOT_COMPARED = ("wall_s", "cost_usd", "calls")

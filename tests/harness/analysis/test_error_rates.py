@@ -13,8 +13,15 @@ import pytest
 from hy_eval.harness import ratio_with_ci
 from hy_eval.harness.analysis import compare
 from hy_eval.harness.gate import Gates, evaluate_outcomes, load_gates
-
-from .simulated_runs import ROOT, baseline_process, binomial_ok, gate_spec, measure, pair, values_of
+from tests.harness.simulated_runs import (
+    ROOT,
+    baseline_process,
+    binomial_ok,
+    gate_spec,
+    measure,
+    pair,
+    values_of,
+)
 
 SAMPLES = 500  # bootstrap and permutation samples per comparison (the product uses 2,000)
 ALPHA = 0.05

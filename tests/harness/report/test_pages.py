@@ -11,9 +11,8 @@ from hy_eval.harness import METRICS, cases_frame, write_reports
 from hy_eval.harness.analysis import fmt_ratio
 from hy_eval.harness.report import fact_diff, metric_row
 from hy_eval.harness.runlog import RunFolderError
-
-from .test_report import scored_record
-from .test_report_escaping import embedded_data, manifest
+from tests.harness.report.test_report import scored_record
+from tests.harness.report.test_report_escaping import embedded_data, manifest
 
 
 def write_run(folder, records, variant="default"):

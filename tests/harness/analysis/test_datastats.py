@@ -15,8 +15,7 @@ from hy_eval.harness.analysis import (
     power_table,
     suite_stats,
 )
-
-from .oracle import score_oracle
+from tests.harness.oracle import score_oracle
 
 BASE = {
     "id": "s-1",
