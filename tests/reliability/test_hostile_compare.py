@@ -191,7 +191,7 @@ def test_a_bad_record_is_one_line_naming_file_line_and_field(
 
 
 def test_a_torn_last_line_is_still_skipped(two_runs, tmp_path, capsys):
-    """A killed run's half-written last line is not a record (``_runlog``), not an error."""
+    """A killed run's half-written last line is not a record (``runlog``), not an error."""
     b = _copy(two_runs[1], tmp_path / "b")
     with (b / "cases.jsonl").open("a", encoding="utf-8") as fh:
         fh.write('{"id": "t-09", "rep')

@@ -1,12 +1,12 @@
 """From case records to per-case counts and metrics: what the report and the comparison
 of two runs both compute (rules E3, E4, E7).
 
-Every metric is a ratio (``_scoring.py``): a case adds a numerator and a denominator.
+Every metric is a ratio (``scoring/_score.py``): a case adds a numerator and a denominator.
 With ``--repeats``, a case's counts are summed over its repeats (so the bootstrap
 resamples cases, not repeats) and the case passes when at least ``k`` of its ``n``
 repeats pass (:func:`passes_k_of_n`; ``k`` defaults to ``n``). The metric names come
-from ``_scoring.METRICS`` alone: a metric added there is counted, reported and compared
-without an edit here.
+from ``METRICS`` (``scoring/_score.py``) alone: a metric added there is counted, reported
+and compared without an edit here.
 """
 
 from __future__ import annotations

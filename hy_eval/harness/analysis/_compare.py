@@ -70,7 +70,7 @@ def outputs_of(record: CaseRecord) -> dict[str, Any]:
 
 def run_outcomes(run_dir: str | Path) -> RunOutcomes:
     """The per-case counts, verdicts (k of n repeats, the run's ``--pass-k``) and outputs
-    of the run in ``run_dir``, read through ``_runlog`` and counted by ``_aggregate``."""
+    of the run in ``run_dir``, read through ``runlog`` and counted by ``_aggregate``."""
     from hy_eval.harness.analysis._compare_input import checked_records, read_perturbation
 
     rows = RecordRows()

@@ -7,7 +7,7 @@ runs through it) may use them: each ``cases.jsonl`` line checked before it is co
 input like any other (copied, edited by hand, cut by a full disk), so here a record that
 is not JSON, nests too deep, or lacks a part the comparison reads is
 :class:`RunFolderError` with one line: the file, the line number, the field and what is
-wrong. A torn last line (a killed run) is skipped, as ``_runlog`` skips it.
+wrong. A torn last line (a killed run) is skipped, as ``runlog`` skips it.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 absent checks, the profile, untouched memories and expected reconcile operations.
 
 Keyword items are strings or any-of groups; ``_keywords`` matches them. Problems are
-raised as ``ValueError`` so ``_dataset`` reports them as ``file:line: field: message``.
+raised as ``ValueError`` so ``_schema`` reports them as ``file:line: field: message``.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ docs/metrics.md ("Matchers") describes each one.
 content agreement, agreeing cues) and assigns by agreement before subject. ``keyword`` is
 the scoring's original rule (every keyword item of the gold fact anywhere in the
 prediction), assigned exactly: the most pairs, then the best subject and owner; ``fuzzy`` is
-``_matchers.match_fuzzy``; ``judge`` assigns from an LLM judge's verdicts on each (gold,
+``_fuzzy.match_fuzzy``; ``judge`` assigns from an LLM judge's verdicts on each (gold,
 predicted) pair (``_judge.py`` asks for them). Subject and owner are scored on the
 matched pair afterwards, whatever the matcher.
 

@@ -1,4 +1,4 @@
-"""The run folder's one owner (``_runlog.py``): records written by the runner read back the
+"""The run folder's one owner (``runlog/``): records written by the runner read back the
 same, a torn or doubled line is repaired, old folders still read, the suite kind comes
 from data, and the report and the comparison count k of n repeats alike."""
 
