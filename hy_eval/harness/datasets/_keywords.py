@@ -3,7 +3,7 @@
 A keyword item is a string or an any-of group (a list of strings: at least one must
 occur). Text and keywords are compared in a canonical form:
 
-- NFKC, case-folded, whitespace collapsed (``fold``);
+- NFKC, case-folded, whitespace collapsed (``fold_spaced``);
 - numbers written as English words (``twelve``, ``twenty-one``, ``three hundred and
   five``, 0 to 999,999) or Chinese numerals (``十二``, ``两``, ``一百二十``, ``一万五``,
   ``二〇二四``; 0 to 99,999,999) read as their digits; ``1,000`` as ``1000``;
@@ -68,7 +68,7 @@ _SPACE_DIGIT_LETTER = re.compile(r"(?<=\d) (?=[^\W\d_])|(?<=[^\W\d_]) (?=\d)")
 _THOUSANDS_COMMA = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 
 
-def fold(text: str) -> str:
+def fold_spaced(text: str) -> str:
     """NFKC, case-folded, whitespace collapsed."""
     return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
 
@@ -199,7 +199,7 @@ def chinese_to_digits(text: str) -> str:
 @lru_cache(maxsize=65536)
 def canonical(text: str) -> str:
     """The form keywords and texts are compared in (see the module docstring)."""
-    t = _THOUSANDS_COMMA.sub("", fold(text))
+    t = _THOUSANDS_COMMA.sub("", fold_spaced(text))
     t = chinese_to_digits(english_to_digits(t))
     return _SPACE_DIGIT_LETTER.sub("", t)
 
@@ -235,7 +235,7 @@ def _find_canonical(text: str, keyword: str) -> bool:
 def matches(text: str, keyword: str) -> bool:
     """Whether one keyword string occurs in ``text`` (module docstring for the rules)."""
     if keyword.startswith("=") and len(keyword) > 1:
-        return _find_whole_word(fold(text), fold(keyword[1:]))
+        return _find_whole_word(fold_spaced(text), fold_spaced(keyword[1:]))
     wanted = canonical(keyword)
     return bool(wanted) and _find_canonical(canonical(text), wanted)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
-from hy_eval.harness.datasets import fold
+from hy_eval.harness.datasets import fold_spaced
 
 _PATH = Path(__file__).with_name("data") / "lexicon_en_zh.txt"
 
@@ -26,7 +26,7 @@ def _table() -> dict[str, frozenset[str]]:
         if not line or line.startswith("#"):
             continue
         english, chinese = (
-            [fold(f) for f in side.split(",") if f.strip()] for side in line.split("|", 1)
+            [fold_spaced(f) for f in side.split(",") if f.strip()] for side in line.split("|", 1)
         )
         for form in english:
             out.setdefault(form, set()).update(chinese)
@@ -37,4 +37,4 @@ def _table() -> dict[str, frozenset[str]]:
 
 def translations(keyword: str) -> frozenset[str]:
     """The other language's forms of a keyword (a leading ``=`` ignored), or none."""
-    return _table().get(fold(keyword.removeprefix("=")), frozenset())
+    return _table().get(fold_spaced(keyword.removeprefix("=")), frozenset())

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from hy_eval.harness.datasets import Case, contains_all, contains_any, fold
+from hy_eval.harness.datasets import Case, contains_all, contains_any, fold_spaced
 from hy_eval.harness.scoring._matching import KeywordMatcher, Matcher
 from hy_eval.memory import Speakers, Subject, same_subject, subject_of
 
@@ -274,8 +274,8 @@ def _score_profile(case: Case, outcome: Outcome) -> _Part:
         ok = outcome.profile.get("name") == profile.name
         counts["profile_name_accuracy"] = (int(ok), 1)
         checks.append({"check": "profile_name", "ok": ok, "detail": outcome.profile.get("name")})
-    values = fold(" ".join(str(v) for v in outcome.profile.values()))
-    leaks = [a for a in profile.absent if fold(a) in values]
+    values = fold_spaced(" ".join(str(v) for v in outcome.profile.values()))
+    leaks = [a for a in profile.absent if fold_spaced(a) in values]
     counts["profile_leak_rate"] = (len(leaks), len(profile.absent))
     if profile.absent:
         checks.append({"check": "profile_absent", "ok": not leaks, "detail": leaks})

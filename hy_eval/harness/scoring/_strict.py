@@ -38,7 +38,13 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from hy_eval.conversation._render import is_cjk
-from hy_eval.harness.datasets import Keyword, canonical, chinese_to_digits, english_to_digits, fold
+from hy_eval.harness.datasets import (
+    Keyword,
+    canonical,
+    chinese_to_digits,
+    english_to_digits,
+    fold_spaced,
+)
 from hy_eval.harness.scoring._cues import Cues, alternative_question, conflict, cue_words, read_cues
 from hy_eval.harness.scoring._frames import replaced_in_frame, turned_direction
 from hy_eval.harness.scoring._lexicon import translations
@@ -148,10 +154,10 @@ def bounded(text: str, keyword: str, names: tuple[str, ...] = ()) -> bool:
     numbers are read (``canonical``: 八年 finds 8年, ninety finds 90)."""
     exact = keyword.startswith("=") and len(keyword) > 1
     raw = keyword[1:] if exact else keyword
-    kw = _unspaced(fold(raw))
+    kw = _unspaced(fold_spaced(raw))
     if not kw:
         return False
-    if _found(_unspaced(fold(text)), kw, names, exact):
+    if _found(_unspaced(fold_spaced(text)), kw, names, exact):
         return True
     wanted = canonical(raw)
     if wanted != kw or any(ch.isdigit() for ch in wanted):
@@ -203,8 +209,8 @@ def content(text: str, names: tuple[str, ...], search: bool) -> frozenset[str]:
     """The content words of ``text``: Latin words stemmed, Chinese words from the
     segmenter (with the dictionary words inside them when ``search``), numbers as read;
     names, stop words and the subject placeholders left out."""
-    t = fold(text)
-    skip = {fold(n) for n in names} | {_latin_stem(w) for n in names for w in latin_words(n)}
+    t = fold_spaced(text)
+    skip = {fold_spaced(n) for n in names} | {_latin_stem(w) for n in names for w in latin_words(n)}
     skip |= _CUE_WORDS
     out: set[str] = set()
     for w in latin_words(t):
@@ -238,7 +244,7 @@ def content_sequence(text: str, names: tuple[str, ...]) -> tuple[tuple[int, str,
     place). A near miss replaces a value, and these words are no values (``_frames``)."""
     t = _frame_text(text)
     name_words = {w for n in names for w in latin_words(n)}
-    skip = {fold(n) for n in names} | {_latin_stem(w) for w in name_words} | _CUE_WORDS
+    skip = {fold_spaced(n) for n in names} | {_latin_stem(w) for w in name_words} | _CUE_WORDS
     out: list[tuple[int, str, bool]] = []
     before: list[str] = []
     for m in _LATIN_TOKEN.finditer(t):
@@ -321,7 +327,7 @@ def _read_ordinals_and_clock(text: str) -> str:
         base = 20 if m.group(1) == "twenty" else 30
         return str(base + _UNIT_ORDINALS.index(m.group(2)) + 1)
 
-    t = _TENS_ORDINAL.sub(tens, fold(text))
+    t = _TENS_ORDINAL.sub(tens, fold_spaced(text))
     t = re.sub(r"\b(" + "|".join(_ORDINALS) + r")\b", lambda m: _ORDINALS[m.group(1)], t)
     t = re.sub(r"\b(\d+)(?:st|nd|rd|th)\b", r"\1", t)
 
@@ -471,5 +477,5 @@ def _sentence_cues(sentence: str, keywords: Sequence[Keyword], names: tuple[str,
 
 
 def _cues_of(sentence: str, names: tuple[str, ...], whole: bool = True) -> Cues:
-    t = fold(sentence)
+    t = fold_spaced(sentence)
     return read_cues(t, words(t, names), whole)

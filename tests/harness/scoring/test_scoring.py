@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from hy_eval.harness import Case, Outcome, ratio_with_ci, score_case
-from hy_eval.harness.datasets import contains_all, fold
+from hy_eval.harness.datasets import contains_all, fold_spaced
 
 CASE = Case.model_validate(
     {
@@ -140,7 +140,7 @@ def test_keyword_matching_is_nfkc_and_case_insensitive():
     assert contains_all("ＪＯＨＮ is a NURSE", ["john", "nurse"])
     assert contains_all("王伟在学校教钢琴。", ["钢琴"])
     assert not contains_all("The user likes tea", ["coffee"])
-    assert fold("  A\u3000B ") == "a b"
+    assert fold_spaced("  A\u3000B ") == "a b"
 
 
 def test_bootstrap_ci_contains_the_analytic_value_on_a_large_sample():
