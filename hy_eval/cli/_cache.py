@@ -44,34 +44,18 @@ def cmd_cache_explain(args: argparse.Namespace) -> int:
 
 def cmd_cassette_record(args: argparse.Namespace) -> int:
     """Run the suite with the read-write cache and export the answers it used."""
-    import tempfile
+    from hy_eval.harness.run import RunError, record_cassette
 
-    from hy_eval.harness import RunConfig, RunError, Runner
-    from hy_eval.llm import AnswerCache, export_cassette
-
-    options = model_options(args, cache_mode="read-write")
     out_path = Path(
         args.file or f"tests/cassettes/{args.suite}.{args.variant}.{args.provider}.jsonl"
     )
-    with tempfile.TemporaryDirectory() as tmp:
-        config = RunConfig.of(
-            options,
-            suite=args.suite,
-            variant=args.variant,
-            out=str(Path(tmp) / "run"),
-            # Every answer must be asked of the cache, to be exported.
-            reuse=False,
-            max_error_rate=0.0,
+    try:
+        answers, cases = record_cassette(
+            model_options(args, cache_mode="read-write"), args.suite, args.variant, out_path
         )
-        runner = Runner(config)
-        try:
-            _, summary, code = runner.run()
-        except RunError as exc:
-            raise UserError(str(exc), exc.exit_code) from None
-    if code != ExitCode.OK or runner.llm is None:
-        raise UserError("the recording run had provider errors; nothing written", ExitCode.PROVIDER)
-    n = export_cassette(AnswerCache(cache_path(args)), runner.llm.keys_used, out_path)
-    echo(f"cassette written: {out_path} ({n} answers, {summary['cases']} cases)")
+    except RunError as exc:
+        raise UserError(str(exc), exc.exit_code) from None
+    echo(f"cassette written: {out_path} ({answers} answers, {cases} cases)")
     return ExitCode.OK
 
 

@@ -2,6 +2,7 @@
 run-folder locking and resume, record reuse, progress, perturbed and matrix runs."""
 
 from hy_eval.harness.run._casestep import run_case
+from hy_eval.harness.run._cassette import record_cassette
 from hy_eval.harness.run._config import RunConfig
 from hy_eval.harness.run._folder import LOCK_NAME
 from hy_eval.harness.run._matrix import (
@@ -30,6 +31,7 @@ __all__ = [
     "combination_name",
     "flipped_sections",
     "metric_table",
+    "record_cassette",
     "run_case",
     "run_matrix",
     "run_suite",

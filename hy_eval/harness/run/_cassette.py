@@ -1,0 +1,38 @@
+"""Recording a cassette: the suite run once with the read-write cache, every answer it
+asked exported to a JSON-lines file that CI imports and replays (docs/ci.md)."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from hy_eval._exitcodes import ExitCode
+from hy_eval.harness.run._config import RunConfig
+from hy_eval.harness.run._plan import RunError
+from hy_eval.harness.run._runner import Runner
+from hy_eval.llm import AnswerCache, ModelOptions, export_cassette
+
+
+def record_cassette(
+    options: ModelOptions, suite: str, variant: str, out_path: Path
+) -> tuple[int, int]:
+    """Run ``suite`` with ``variant`` on the model ``options`` name (its cache read and
+    written) and write the answers the run used to ``out_path``: (answers, cases).
+    Raises ``RunError`` when the run cannot start or a case met a provider error (a
+    cassette with holes would fail every replay); nothing is written then."""
+    with tempfile.TemporaryDirectory() as tmp:
+        config = RunConfig.of(
+            options,
+            suite=suite,
+            variant=variant,
+            out=str(Path(tmp) / "run"),
+            # Every answer must be asked of the cache, to be exported.
+            reuse=False,
+            max_error_rate=0.0,
+        )
+        runner = Runner(config)
+        _, summary, code = runner.run()
+    if code != ExitCode.OK or runner.llm is None or options.cache_path is None:
+        raise RunError("the recording run had provider errors; nothing written", ExitCode.PROVIDER)
+    answers = export_cassette(AnswerCache(options.cache_path), runner.llm.keys_used, out_path)
+    return answers, int(summary["cases"])
