@@ -144,6 +144,9 @@ class ImportStats:
     #: a clause boundary, keeping their keywords, or dropped when no such cut exists.
     shortened: int = 0
     too_long: int = 0
+    #: Observations dropped because their text reads as another subject than the
+    #: speaker LoCoMo lists them under (``_locomo_cases.reads_as_its_subject``).
+    other_subject: int = 0
     keyword_kinds: Counter[str] = field(default_factory=Counter)
     two_keywords: int = 0
     split_sessions: int = 0
@@ -177,6 +180,8 @@ class ImportStats:
                 f"{MAX_FACT_CHARS} characters an answer's fact holds: {self.shortened} "
                 f"shortened at a clause boundary keeping their keywords, {self.too_long} "
                 "dropped (no such cut)",
+                f"subjects: {self.other_subject} observations dropped whose text reads as "
+                "about someone other than the speaker LoCoMo lists them under",
                 f"history: {self.cases_with_history} cases carry earlier turns, {avg:.2f} "
                 f"session parts per case on average (limit {self.history_chars} characters)",
                 f"wrote {self.out}",

@@ -31,7 +31,9 @@ from hy_eval.harness._locomo import (
 from hy_eval.harness._locomo_history import History, turn_messages
 from hy_eval.harness._locomo_limits import MAX_CASE_OBSERVATIONS, Limits, LocomoError
 from hy_eval.harness._locomo_parts import Part, split_session
+from hy_eval.harness._scoring import subject_right
 from hy_eval.harness._words import NEGATIONS, STOP_WORDS, fold, latin_words
+from hy_eval.memory import Speakers, subject_of
 from hy_eval.memory._extract import MAX_FACT_CHARS, MAX_FACTS
 
 _POSSESSIVE_RE = re.compile(r"['’]s$")
@@ -160,6 +162,21 @@ def fit_fact_text(
     return best
 
 
+def reads_as_its_subject(text: str, who: str, speakers: tuple[str, str]) -> bool:
+    """Whether ``text``, an observation LoCoMo lists under speaker ``who``, is about
+    ``who`` as scoring reads a fact's subject (``subject_of``, A5), from both speakers'
+    sides. Not when it names first someone who does not speak ("Luna, the shelter cat,
+    is 5 years old."; a pet, a full name the conversation never uses) or the other
+    speaker (LoCoMo lists a few under the wrong speaker): a perfect answer repeating the
+    text would be scored as misattributed."""
+    for me in speakers:
+        other = [s for s in speakers if s != me]
+        gold = "user" if who == me else who
+        if not subject_right(gold, subject_of(text, Speakers.of(me, other))):
+            return False
+    return True
+
+
 def _speaker_slugs(speakers: tuple[str, str]) -> tuple[str, str]:
     """Case id parts for the two speakers: their names in ASCII letters and digits, or
     ``a`` and ``b`` when that leaves nothing or the same for both."""
@@ -244,6 +261,9 @@ def _part_cases(
             stats.too_long += 1
             continue
         stats.shortened += fitted != text
+        if not reads_as_its_subject(fitted, who, conv.speakers):
+            stats.other_subject += 1
+            continue
         stats.keyword_kinds[choice.kind] += 1
         stats.two_keywords += len(choice.keywords) == 2
         kept.append((who, fitted, choice))

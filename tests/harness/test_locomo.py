@@ -13,7 +13,12 @@ import pytest
 from hy_eval.cli import main
 from hy_eval.harness import Runner, load_suite
 from hy_eval.harness._locomo import LocomoError, read_conversations
-from hy_eval.harness._locomo_cases import choose_keywords, fit_fact_text, import_locomo
+from hy_eval.harness._locomo_cases import (
+    choose_keywords,
+    fit_fact_text,
+    import_locomo,
+    reads_as_its_subject,
+)
 from hy_eval.harness._scoring import fold
 from hy_eval.memory._extract import MAX_FACT_CHARS
 
@@ -296,13 +301,15 @@ def test_the_real_locomo_data_imports_and_a_perfect_model_recalls_every_fact(tmp
     """The figures of docs/datasets.md ("LoCoMo import"); about a minute."""
     stats = import_locomo(Path(os.environ["HY_EVAL_LOCOMO"]), tmp_path / "suite")
     assert (stats.conversations, stats.sessions_with_observations) == (10, 272)
-    assert (stats.cases, stats.gold_facts, stats.observations) == (886, 4778, 2541)
+    assert (stats.cases, stats.gold_facts, stats.observations) == (886, 4770, 2541)
     assert (stats.split_sessions, stats.over_limit, stats.unplaced) == (160, 0, 0)
     # 236 observations are over the 120 characters an answer's fact holds: 84 shortened
     # at a clause keeping their keywords, 152 with no such cut dropped.
     assert (stats.shortened, stats.too_long) == (84, 152)
+    # 4 read as about someone else (a pet, a full name, the other speaker): dropped.
+    assert stats.other_subject == 4
     k = stats.keyword_kinds
-    assert (k["distinctive"], k["shared"], k["fallback"], stats.dropped) == (2365, 24, 0, 0)
+    assert (k["distinctive"], k["shared"], k["fallback"], stats.dropped) == (2361, 24, 0, 0)
     assert (stats.two_keywords, stats.duplicates, stats.cases_with_history) == (98, 0, 864)
     long = [f.text for c in load_suite(str(tmp_path / "suite")).cases for f in c.expect.facts]
     assert max(len(t) for t in long) <= MAX_FACT_CHARS
@@ -471,6 +478,28 @@ def test_long_facts_are_shortened_or_dropped_and_counted(tmp_path, capsys):
     assert (stats.shortened, stats.too_long, stats.dropped, stats.gold_facts) == (1, 1, 0, 4)
     assert sum(stats.keyword_kinds.values()) == 2  # the facts kept
     perfect_run(out, tmp_path)
+
+
+def test_a_fact_whose_text_reads_as_another_subject_is_dropped(tmp_path):
+    pair = ("Ana", "Ben")
+    assert reads_as_its_subject("Ana's dog Pixel sleeps all day.", "Ana", pair)  # A6
+    assert reads_as_its_subject("Ben drinks green tea.", "Ben", pair)
+    assert not reads_as_its_subject("Pixel sleeps all day.", "Ana", pair)  # not a speaker
+    assert not reads_as_its_subject("Ben drinks green tea.", "Ana", pair)  # listed wrongly
+    conv = long_facts()
+    conv["session_1_observation"]["Ana"] += [
+        ["Pixel sleeps all day.", "D1:1"],
+        ["Ben drinks green tea every day.", "D1:2"],
+    ]
+    (tmp_path / "26.json").write_text(json.dumps(conv))
+    stats = import_locomo(tmp_path / "26.json", tmp_path / "suite")
+    assert (stats.other_subject, stats.shortened, stats.too_long, stats.gold_facts) == (2, 1, 1, 4)
+    assert "subjects: 2 observations dropped whose text reads as about someone other" in (
+        stats.text
+    )
+    texts = [f.text for c in load_suite(str(tmp_path / "suite")).cases for f in c.expect.facts]
+    assert "Pixel sleeps all day." not in texts and "Ben drinks green tea every day." not in texts
+    perfect_run(tmp_path / "suite", tmp_path)
 
 
 def test_a_case_over_the_line_limit_is_refused_before_anything_is_written(
