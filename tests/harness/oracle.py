@@ -7,7 +7,7 @@ change that misreads a perfectly attributed sentence fails the tests.
 """
 
 from hy_eval.harness import Case, Outcome, score_case
-from hy_eval.harness.scoring import gold_subject
+from hy_eval.harness.datasets import gold_subject
 from hy_eval.memory import same_subject, subject_of
 
 SUBJECT_WORDS = {

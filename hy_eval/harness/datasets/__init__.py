@@ -1,7 +1,7 @@
 """The suites: the case schema and its loading, keyword items, gold expectations, the
 history suite, dataset checks, the LoCoMo importer and the perturbations."""
 
-from hy_eval.harness.datasets._expect import GoldFact
+from hy_eval.harness.datasets._expect import GoldFact, gold_subject, subject_right
 from hy_eval.harness.datasets._history import check_history_case, run_history_suite
 from hy_eval.harness.datasets._keywords import (
     Keyword,
@@ -93,6 +93,7 @@ __all__ = [
     "filter_cases",
     "first_forms",
     "fold_spaced",
+    "gold_subject",
     "import_locomo",
     "keyword_problem",
     "load_suite",
@@ -108,5 +109,6 @@ __all__ = [
     "run_history_suite",
     "select_cases",
     "spread",
+    "subject_right",
     "suite_kind",
 ]

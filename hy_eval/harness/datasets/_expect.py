@@ -12,6 +12,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool
 
 from hy_eval.harness.datasets._keywords import KeywordItem
+from hy_eval.memory import Subject
 from hy_eval.memory._extract import MAX_FACTS
 
 #: What an ``expect.operations`` entry may ask of an existing memory.
@@ -110,3 +111,19 @@ def check_expect_ids(expect: Expect, memory_ids: list[str]) -> None:
         raise ValueError(
             f"expect.operations: {', '.join(changing)} must change but the case has no gold fact"
         )
+
+
+def gold_subject(subject: str) -> Subject:
+    """A gold fact's subject (``user``, ``assistant`` or a name) as the pipeline's
+    ``Subject``."""
+    if subject == "user":
+        return Subject("user")
+    if subject == "assistant":
+        return Subject("assistant")
+    return Subject("named", subject)
+
+
+def subject_right(gold: str, predicted: Subject) -> bool:
+    """The user named by their own name counts as the user here (it is counted apart,
+    by ``noncanonical_subject_rate``)."""
+    return gold_subject(gold).key == predicted.key

@@ -43,7 +43,7 @@ from hy_eval.harness.datasets._locomo_limits import (
     zip_members,
 )
 from hy_eval.harness.text import fold, word_set
-from hy_eval.memory._extract import MAX_FACTS
+from hy_eval.memory._extract import MAX_FACT_CHARS, MAX_FACTS
 
 #: Characters of rendered earlier turns a case may carry as history (whole session parts,
 #: the latest first). A LoCoMo session renders to about 3,000 characters, so this is
@@ -140,6 +140,13 @@ class ImportStats:
     gold_facts: int = 0
     duplicates: int = 0
     dropped: int = 0
+    #: Observations longer than an answer's fact holds (``MAX_FACT_CHARS``): shortened at
+    #: a clause boundary, keeping their keywords, or dropped when no such cut exists.
+    shortened: int = 0
+    too_long: int = 0
+    #: Observations dropped because their text reads as another subject than the
+    #: speaker LoCoMo lists them under (``_locomo_cases.reads_as_its_subject``).
+    other_subject: int = 0
     keyword_kinds: Counter[str] = field(default_factory=Counter)
     two_keywords: int = 0
     split_sessions: int = 0
@@ -169,6 +176,12 @@ class ImportStats:
                 f"fact of the case, {k['fallback']} fell back to a stop word, "
                 f"{self.dropped} facts dropped (no word to use); "
                 f"{self.two_keywords} facts need two keywords",
+                f"long texts: {self.shortened + self.too_long} observations over the "
+                f"{MAX_FACT_CHARS} characters an answer's fact holds: {self.shortened} "
+                f"shortened at a clause boundary keeping their keywords, {self.too_long} "
+                "dropped (no such cut)",
+                f"subjects: {self.other_subject} observations dropped whose text reads as "
+                "about someone other than the speaker LoCoMo lists them under",
                 f"history: {self.cases_with_history} cases carry earlier turns, {avg:.2f} "
                 f"session parts per case on average (limit {self.history_chars} characters)",
                 f"wrote {self.out}",

@@ -15,6 +15,8 @@ from typing import Any, TextIO
 from pydantic import ValidationError
 
 from hy_eval.conversation import MessageError, conversation_language, normalise_messages
+from hy_eval.harness.datasets._expect import subject_right
+from hy_eval.harness.datasets._keywords import Keyword, contains_all
 from hy_eval.harness.datasets._locomo import (
     GENERIC_WORDS,
     HISTORY_CHARS,
@@ -31,9 +33,18 @@ from hy_eval.harness.datasets._locomo_limits import MAX_CASE_OBSERVATIONS, Limit
 from hy_eval.harness.datasets._locomo_parts import Part, split_session
 from hy_eval.harness.datasets._schema import MAX_LINE_BYTES, Case, DatasetError, load_suite
 from hy_eval.harness.text import NEGATIONS, STOP_WORDS, fold, latin_words
-from hy_eval.memory._extract import MAX_FACTS
+from hy_eval.memory import Speakers, subject_of
+from hy_eval.memory._extract import MAX_FACT_CHARS, MAX_FACTS
 
 _POSSESSIVE_RE = re.compile(r"['’]s$")
+#: Where a clause ends, in English or Chinese punctuation: a long fact is cut there. A
+#: Latin mark counts only before a space or the text's end (not in ``3.5`` or ``1,000``);
+#: a full-width mark counts anywhere. The enumeration comma ``、`` separates list items,
+#: not clauses.
+_CLAUSE_END_RE = re.compile(r"[,;:.!?—](?=\s|$)|[，；：。！？]")
+#: The full stop that ends a text cut at a mark: a sentence's own end stays, a comma,
+#: semicolon, colon or dash becomes the full stop of its script.
+_FULL_STOP = {",": ".", ";": ".", ":": ".", "—": ".", "，": "。", "；": "。", "：": "。"}
 
 
 def _base(word: str) -> str:
@@ -128,6 +139,44 @@ def choose_keywords(
     return out
 
 
+def fit_fact_text(
+    text: str, keywords: Sequence[Keyword], limit: int = MAX_FACT_CHARS
+) -> str | None:
+    """``text`` itself when it fits in ``limit`` characters (an extraction answer's fact
+    holds at most ``MAX_FACT_CHARS``, and a longer one is cut with ``…``, so a perfect
+    answer could lose a keyword). A longer text is shortened at a clause boundary
+    (``_CLAUSE_END_RE``): the longest start of it that ends where a clause ends, with a
+    full stop, fits in ``limit`` and still holds every keyword item (as the keyword
+    matcher reads them). ``None`` when no such start exists: the fact is dropped. The
+    start keeps the subject, which attribution reads from the text."""
+    if len(text) <= limit:
+        return text
+    best = None
+    for m in _CLAUSE_END_RE.finditer(text):
+        head = text[: m.start()].rstrip()
+        short = head + _FULL_STOP.get(m.group(), m.group())
+        if len(short) > limit:
+            break
+        if head and contains_all(short, list(keywords)):
+            best = short
+    return best
+
+
+def reads_as_its_subject(text: str, who: str, speakers: tuple[str, str]) -> bool:
+    """Whether ``text``, an observation LoCoMo lists under speaker ``who``, is about
+    ``who`` as scoring reads a fact's subject (``subject_of``, A5), from both speakers'
+    sides. Not when it names first someone who does not speak ("Luna, the shelter cat,
+    is 5 years old."; a pet, a full name the conversation never uses) or the other
+    speaker (LoCoMo lists a few under the wrong speaker): a perfect answer repeating the
+    text would be scored as misattributed."""
+    for me in speakers:
+        other = [s for s in speakers if s != me]
+        gold = "user" if who == me else who
+        if not subject_right(gold, subject_of(text, Speakers.of(me, other))):
+            return False
+    return True
+
+
 def _speaker_slugs(speakers: tuple[str, str]) -> tuple[str, str]:
     """Case id parts for the two speakers: their names in ASCII letters and digits, or
     ``a`` and ``b`` when that leaves nothing or the same for both."""
@@ -201,12 +250,23 @@ def _part_cases(
 ) -> list[dict[str, Any]]:
     stats.observations += len(part.facts)
     choices = choose_keywords([t for _, t in part.facts], conv.speakers, conv_df)
-    for choice in choices:
+    # (speaker, text as the gold fact holds it, keywords) of each fact kept.
+    kept: list[tuple[str, str, KeywordChoice]] = []
+    for (who, text), choice in zip(part.facts, choices, strict=True):
         if choice is None:
             stats.dropped += 1
-        else:
-            stats.keyword_kinds[choice.kind] += 1
-            stats.two_keywords += len(choice.keywords) == 2
+            continue
+        fitted = fit_fact_text(text, choice.keywords)
+        if fitted is None:
+            stats.too_long += 1
+            continue
+        stats.shortened += fitted != text
+        if not reads_as_its_subject(fitted, who, conv.speakers):
+            stats.other_subject += 1
+            continue
+        stats.keyword_kinds[choice.kind] += 1
+        stats.two_keywords += len(choice.keywords) == 2
+        kept.append((who, fitted, choice))
     out = []
     for me in conv.speakers:
         gold = [
@@ -216,8 +276,7 @@ def _part_cases(
                 "text": text,
                 "keywords": list(c.keywords),
             }
-            for (who, text), c in zip(part.facts, choices, strict=True)
-            if c is not None
+            for who, text, c in kept
         ]
         if not gold:
             continue

@@ -28,7 +28,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from hy_eval.conversation import normalise_messages, render_conversation
-from hy_eval.harness.datasets._expect import GoldFact
+from hy_eval.harness.datasets._expect import GoldFact, gold_subject
 from hy_eval.harness.datasets._keywords import first_forms
 from hy_eval.harness.datasets._schema import Case, Suite
 from hy_eval.memory import MemoryClient, MemoryStore, same_subject
@@ -51,12 +51,6 @@ def gold_queries(case: Case, gold: GoldFact) -> list[str]:
     sep = " " if case.lang == "en" else ""
     keywords = sep.join(first_forms(gold.keywords))
     return [q for q in (gold.text, f"{words}{sep}{keywords}") if q]
-
-
-def _gold_subject(subject: str) -> Subject:
-    if subject in ("user", "assistant"):
-        return Subject(subject)  # type: ignore[arg-type]
-    return Subject("named", subject)
 
 
 @dataclass(frozen=True)
@@ -125,7 +119,7 @@ def merge_problems(case: Case) -> list[str]:
         own = [
             g
             for g in found.found_by[mid]
-            if same_subject(_gold_subject(case.expect.facts[g].subject), subject)
+            if same_subject(gold_subject(case.expect.facts[g].subject), subject)
         ]
         if not own:
             problems.append(
@@ -150,7 +144,7 @@ def _untouched_problems(case: Case, mid: str, found: Retrieval) -> Iterable[str]
             "'The user ...', '<speaker> ...' or 'The assistant ...')"
         )
         return
-    same = [g for g in golds if same_subject(_gold_subject(case.expect.facts[g].subject), subject)]
+    same = [g for g in golds if same_subject(gold_subject(case.expect.facts[g].subject), subject)]
     if same:
         numbers = ", ".join(str(g) for g in same)
         yield (

@@ -33,7 +33,6 @@ from hy_eval.harness.scoring._score import (
     VIOLATION_METRICS,
     CaseScore,
     Outcome,
-    gold_subject,
     score_case,
 )
 from hy_eval.harness.scoring._strict import bounded, decide, number_conflict
@@ -65,7 +64,6 @@ __all__ = [
     "decide",
     "dice",
     "fact_problems",
-    "gold_subject",
     "match_fuzzy",
     "matcher_info",
     "matcher_of",

@@ -11,7 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from hy_eval.harness.datasets import Case, contains_all, contains_any, fold_spaced
+from hy_eval.harness.datasets import (
+    Case,
+    contains_all,
+    contains_any,
+    fold_spaced,
+    gold_subject,
+    subject_right,
+)
 from hy_eval.harness.scoring._matching import KeywordMatcher, Matcher
 from hy_eval.memory import Speakers, Subject, same_subject, subject_of
 
@@ -37,20 +44,6 @@ VIOLATION_METRICS = (
 )
 METRICS = ACCURACY_METRICS + VIOLATION_METRICS
 SUBJECT_KINDS = ("user", "named", "assistant", "other", "unknown", "missing")
-
-
-def gold_subject(subject: str) -> Subject:
-    if subject == "user":
-        return Subject("user")
-    if subject == "assistant":
-        return Subject("assistant")
-    return Subject("named", subject)
-
-
-def subject_right(gold: str, predicted: Subject) -> bool:
-    """The user named by their own name counts as the user here (it is counted apart,
-    by ``noncanonical_subject_rate``)."""
-    return gold_subject(gold).key == predicted.key
 
 
 @dataclass

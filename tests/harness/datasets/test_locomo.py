@@ -19,6 +19,8 @@ from hy_eval.harness.datasets import (
     import_locomo,
     read_conversations,
 )
+from hy_eval.harness.datasets._locomo_cases import fit_fact_text, reads_as_its_subject
+from hy_eval.memory._extract import MAX_FACT_CHARS
 from tests.harness.run.test_run import config
 from tests.harness.scripted_suite import SuiteModel
 
@@ -298,11 +300,18 @@ def test_the_real_locomo_data_imports_and_a_perfect_model_recalls_every_fact(tmp
     """The figures of docs/datasets.md ("LoCoMo import"); about a minute."""
     stats = import_locomo(Path(os.environ["HY_EVAL_LOCOMO"]), tmp_path / "suite")
     assert (stats.conversations, stats.sessions_with_observations) == (10, 272)
-    assert (stats.cases, stats.gold_facts, stats.observations) == (886, 5082, 2541)
+    assert (stats.cases, stats.gold_facts, stats.observations) == (886, 4770, 2541)
     assert (stats.split_sessions, stats.over_limit, stats.unplaced) == (160, 0, 0)
+    # 236 observations are over the 120 characters an answer's fact holds: 84 shortened
+    # at a clause keeping their keywords, 152 with no such cut dropped.
+    assert (stats.shortened, stats.too_long) == (84, 152)
+    # 4 read as about someone else (a pet, a full name, the other speaker): dropped.
+    assert stats.other_subject == 4
     k = stats.keyword_kinds
-    assert (k["distinctive"], k["shared"], k["fallback"], stats.dropped) == (2517, 24, 0, 0)
-    assert (stats.two_keywords, stats.duplicates, stats.cases_with_history) == (99, 0, 864)
+    assert (k["distinctive"], k["shared"], k["fallback"], stats.dropped) == (2361, 24, 0, 0)
+    assert (stats.two_keywords, stats.duplicates, stats.cases_with_history) == (98, 0, 864)
+    long = [f.text for c in load_suite(str(tmp_path / "suite")).cases for f in c.expect.facts]
+    assert max(len(t) for t in long) <= MAX_FACT_CHARS
     perfect_run(tmp_path / "suite", tmp_path)
 
 
@@ -374,6 +383,122 @@ def test_keyword_rule_rarest_first_a_second_when_shared_then_fallback_and_drop()
         (("here",), "fallback"),
         None,
     ]
+
+
+PIXEL = "Ana adopted a greyhound named Pixel, who sleeps all day, and she walks him by the river."
+
+
+def test_a_long_fact_is_shortened_at_the_last_clause_that_keeps_its_keywords():
+    text = PIXEL
+    # The longest start ending at a clause that fits and holds the keyword; the comma
+    # becomes a full stop.
+    assert fit_fact_text(text, ["greyhound"], limit=60) == (
+        "Ana adopted a greyhound named Pixel, who sleeps all day."
+    )
+    assert fit_fact_text(text, ["greyhound"], limit=40) == "Ana adopted a greyhound named Pixel."
+    assert fit_fact_text(text, [["dog", "sleeps"]], limit=60).endswith("all day.")  # any-of
+    # A sentence's end stays; a point or comma inside a number is no boundary; keywords
+    # are read as the keyword matcher reads them (1,500 is 1500).
+    assert fit_fact_text("It rained. Ben stayed home and read a long book.", ["rained"], 30) == (
+        "It rained."
+    )
+    assert fit_fact_text("Ben swam 1,500 metres in 3.5 hours, a new record.", ["1500"], 40) == (
+        "Ben swam 1,500 metres in 3.5 hours."
+    )
+    # Chinese punctuation, with a Chinese full stop.
+    zh = "小王在杭州开了一家咖啡馆，每天早上烤面包，周末还教邻居的孩子画画。"
+    assert fit_fact_text(zh, ["咖啡馆"], limit=20) == "小王在杭州开了一家咖啡馆。"
+    # A text that fits is kept as it is, whatever it holds; the default limit is an
+    # extraction answer's.
+    assert fit_fact_text(text, ["nothing"], limit=len(text)) == text
+    assert fit_fact_text("x, " * 39 + "end", ["none"]) == "x, " * 39 + "end"  # 120
+    assert fit_fact_text("x, " * 40 + "end.", ["x"]) == "x, " * 39 + "x."  # 124 -> 119
+
+
+def test_a_long_fact_with_no_such_cut_is_dropped():
+    text = PIXEL
+    assert fit_fact_text(text, ["river"], limit=60) is None  # the keyword is in the tail
+    assert fit_fact_text(text, ["greyhound", "river"], limit=60) is None  # every item kept
+    assert fit_fact_text(text, ["greyhound"], limit=30) is None  # no clause fits
+    zh = "小王在杭州开了一家咖啡馆，每天早上烤面包，周末还教邻居的孩子画画。"
+    assert fit_fact_text(zh, ["画画"], limit=20) is None
+
+
+def long_facts():
+    """Ana and Ben: session 1 has a long fact that can be shortened and a short one,
+    session 2 only a long fact whose keyword is past every clause that fits."""
+    long_ok = (
+        "Ana adopted a greyhound named Pixel, who sleeps all day on the sofa and barks at "
+        "every single bicycle that rides past the house."
+    )
+    long_no = (
+        "Ben plays the cello in a small orchestra that meets in the old church hall on the "
+        "hill every Sunday afternoon with his friends."
+    )
+    assert len(long_ok) > MAX_FACT_CHARS and len(long_no) > MAX_FACT_CHARS
+    return {
+        "speaker_a": "Ana",
+        "speaker_b": "Ben",
+        "session_1": [
+            turn("Ana", 1, 1, "I adopted a greyhound called Pixel. He sleeps and barks."),
+            turn("Ben", 1, 2, "I drink green tea."),
+        ],
+        "session_2": [turn("Ben", 2, 1, "I play the cello in a small orchestra on Sundays.")],
+        "session_1_observation": {
+            "Ana": [[long_ok, "D1:1"]],
+            "Ben": [["Ben drinks green tea.", "D1:2"]],
+        },
+        "session_2_observation": {"Ben": [[long_no, "D2:1"]]},
+    }
+
+
+def test_long_facts_are_shortened_or_dropped_and_counted(tmp_path, capsys):
+    source = tmp_path / "26.json"
+    source.write_text(json.dumps(long_facts()))
+    out = tmp_path / "suite"
+    assert main(["datasets", "import-locomo", str(source), "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert (
+        "long texts: 2 observations over the 120 characters an answer's fact holds: "
+        "1 shortened at a clause boundary keeping their keywords, 1 dropped (no such cut)"
+    ) in text
+    assert "cases: 2; gold facts: 4 (3 observations" in text
+    cases = {c.id: c for c in load_suite(str(out)).cases}
+    # Session 2 is left with no fact: no case, as for a session without observations.
+    assert sorted(cases) == ["locomo-26-s1-ana", "locomo-26-s1-ben"]
+    for case in cases.values():
+        first = case.expect.facts[0]
+        assert (first.text, first.keywords) == (
+            "Ana adopted a greyhound named Pixel.",
+            ["greyhound"],
+        )
+    assert main(["datasets", "validate", str(out)]) == 0  # no text over the limit
+    stats = import_locomo(source, tmp_path / "again")
+    assert (stats.shortened, stats.too_long, stats.dropped, stats.gold_facts) == (1, 1, 0, 4)
+    assert sum(stats.keyword_kinds.values()) == 2  # the facts kept
+    perfect_run(out, tmp_path)
+
+
+def test_a_fact_whose_text_reads_as_another_subject_is_dropped(tmp_path):
+    pair = ("Ana", "Ben")
+    assert reads_as_its_subject("Ana's dog Pixel sleeps all day.", "Ana", pair)  # A6
+    assert reads_as_its_subject("Ben drinks green tea.", "Ben", pair)
+    assert not reads_as_its_subject("Pixel sleeps all day.", "Ana", pair)  # not a speaker
+    assert not reads_as_its_subject("Ben drinks green tea.", "Ana", pair)  # listed wrongly
+    conv = long_facts()
+    conv["session_1_observation"]["Ana"] += [
+        ["Pixel sleeps all day.", "D1:1"],
+        ["Ben drinks green tea every day.", "D1:2"],
+    ]
+    (tmp_path / "26.json").write_text(json.dumps(conv))
+    stats = import_locomo(tmp_path / "26.json", tmp_path / "suite")
+    assert (stats.other_subject, stats.shortened, stats.too_long, stats.gold_facts) == (2, 1, 1, 4)
+    assert "subjects: 2 observations dropped whose text reads as about someone other" in (
+        stats.text
+    )
+    texts = [f.text for c in load_suite(str(tmp_path / "suite")).cases for f in c.expect.facts]
+    assert "Pixel sleeps all day." not in texts and "Ben drinks green tea every day." not in texts
+    perfect_run(tmp_path / "suite", tmp_path)
 
 
 def test_a_case_over_the_line_limit_is_refused_before_anything_is_written(
