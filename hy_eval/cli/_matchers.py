@@ -76,12 +76,14 @@ def cmd_matchers_evaluate(args: argparse.Namespace) -> int:
         raise UserError(exc.problems[:20]) from None
 
     def make_judge() -> Any:
-        from hy_eval.harness.scoring import Judge
+        from hy_eval.harness.scoring import JudgeSettings, build_judge
         from hy_eval.llm import ConfigError
-        from hy_eval.memory import PromptError, PromptLibrary
+        from hy_eval.memory import PromptError
 
+        # The judge is the model the flags name, built as a run builds its judge.
+        options = model_options(args)
         try:
-            return Judge(model_options(args).client(), PromptLibrary(args.judge_variant))
+            return build_judge(options, options.client(), JudgeSettings(variant=args.judge_variant))
         except (ConfigError, PromptError) as exc:
             raise UserError(f"judge: {exc}") from None
 

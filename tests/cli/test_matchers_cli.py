@@ -166,3 +166,12 @@ def test_a_bad_line_is_refused_with_its_number(tmp_path, capsys, line, message):
 def test_an_unknown_matcher_is_refused(tmp_path, capsys):
     assert main(["matchers", "evaluate", write_pairs(tmp_path / "p.jsonl"), "--matcher", "x"]) == 2
     assert "unknown x" in capsys.readouterr().err
+
+
+def test_the_command_line_offers_exactly_the_registered_matchers():
+    """``--matcher`` spells the list out so that ``--help`` imports nothing; it must
+    still be the registry's list, in its order."""
+    from hy_eval.cli._matchers import MATCHER_CHOICES
+    from hy_eval.harness.scoring import MATCHERS
+
+    assert tuple(MATCHERS) == MATCHER_CHOICES
