@@ -141,7 +141,8 @@ class ImportStats:
     duplicates: int = 0
     dropped: int = 0
     #: Observations longer than an answer's fact holds (``MAX_FACT_CHARS``): shortened at
-    #: a clause boundary, keeping their keywords, or dropped when no such cut exists.
+    #: a clause boundary, with keywords chosen on the shortened text, or dropped when no
+    #: cut that fits gets keywords (``_locomo_cases.fit_fact_text``).
     shortened: int = 0
     too_long: int = 0
     #: Observations dropped because their text reads as another subject than the
@@ -178,8 +179,8 @@ class ImportStats:
                 f"{self.two_keywords} facts need two keywords",
                 f"long texts: {self.shortened + self.too_long} observations over the "
                 f"{MAX_FACT_CHARS} characters an answer's fact holds: {self.shortened} "
-                f"shortened at a clause boundary keeping their keywords, {self.too_long} "
-                "dropped (no such cut)",
+                "shortened at a clause boundary (keywords chosen on the shortened text), "
+                f"{self.too_long} dropped (no such cut)",
                 f"subjects: {self.other_subject} observations dropped whose text reads as "
                 "about someone other than the speaker LoCoMo lists them under",
                 f"history: {self.cases_with_history} cases carry earlier turns, {avg:.2f} "

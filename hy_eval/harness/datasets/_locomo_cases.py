@@ -3,12 +3,13 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -16,7 +17,7 @@ from pydantic import ValidationError
 
 from hy_eval.conversation import MessageError, conversation_language, normalise_messages
 from hy_eval.harness.datasets._expect import subject_right
-from hy_eval.harness.datasets._keywords import Keyword, contains_all
+from hy_eval.harness.datasets._keywords import contains_all
 from hy_eval.harness.datasets._locomo import (
     GENERIC_WORDS,
     HISTORY_CHARS,
@@ -99,21 +100,38 @@ def choose_keywords(
     A fact with no candidate uses its longest word of three letters or more that is not a
     name (``fallback``); with none, it is dropped.
     """
+    choose = keyword_chooser(facts, names, conversation_df)
+    return [choose(i, fact) for i, fact in enumerate(facts)]
+
+
+def keyword_chooser(
+    facts: Sequence[str], names: Iterable[str], conversation_df: Counter[str] | None = None
+) -> Callable[[int, str], KeywordChoice | None]:
+    """The rule of :func:`choose_keywords` for one fact at a time: ``choose(i, text)``
+    gives the keywords of fact ``i`` of ``facts`` written as ``text`` (its own text, or a
+    shortened start of it, :func:`fit_fact_text`). The candidates are ``text``'s words;
+    they are ranked against, and kept apart from, the case's other facts as written in
+    ``facts``, whatever ``text`` is. A fact that is shortened holds a start of its text, so
+    a keyword no other fact's whole text holds is held by no other gold text either."""
     names = list(names)
     folded_names = {fold(n) for n in names}
     cands = [content_words(f, names) for f in facts]
+    own = [set(c) for c in cands]
     folded = [" ".join(fold(f).split()) for f in facts]
-    case_df = Counter(w for c in cands for w in set(c))
+    case_df = Counter(w for c in own for w in c)
     global_df = conversation_df or Counter()
-    out: list[KeywordChoice | None] = []
-    for i, fact in enumerate(facts):
+
+    def choose(i: int, text: str) -> KeywordChoice | None:
         # Each fact against every other: a case holds at most MAX_CASE_OBSERVATIONS.
         others = folded[:i] + folded[i + 1 :]
-        order = {w: k for k, w in enumerate(cands[i])}
+        words = content_words(text, names)
+        order = {w: k for k, w in enumerate(words)}
+        # The facts of the case holding each word, fact i counted as ``text``.
+        df = {w: case_df[w] - (w in own[i]) + 1 for w in words}
         ranked = sorted(
-            cands[i],
+            words,
             key=lambda w: (
-                case_df[w],
+                df[w],
                 w in GENERIC_WORDS,
                 global_df[w],
                 -len(w),
@@ -123,43 +141,59 @@ def choose_keywords(
         if not ranked:
             rest = [
                 _base(w)
-                for w in latin_words(fact)
+                for w in latin_words(text)
                 if _base(w) not in folded_names and len(_base(w)) >= 3 and "'" not in _base(w)
             ]
             if not rest:
-                out.append(None)
-                continue
-            out.append(KeywordChoice((max(rest, key=len),), "fallback"))
-            continue
+                return None
+            return KeywordChoice((max(rest, key=len),), "fallback")
         chosen = [keyword_form(ranked[0])]
         if len(ranked) > 1 and any(_holds_all(o, chosen) for o in others):
             chosen.append(keyword_form(ranked[1]))
         shared = any(_holds_all(o, chosen) for o in others)
-        out.append(KeywordChoice(tuple(chosen), "shared" if shared else "distinctive"))
-    return out
+        return KeywordChoice(tuple(chosen), "shared" if shared else "distinctive")
+
+    return choose
 
 
-def fit_fact_text(
-    text: str, keywords: Sequence[Keyword], limit: int = MAX_FACT_CHARS
-) -> str | None:
-    """``text`` itself when it fits in ``limit`` characters (an extraction answer's fact
-    holds at most ``MAX_FACT_CHARS``, and a longer one is cut with ``…``, so a perfect
-    answer could lose a keyword). A longer text is shortened at a clause boundary
-    (``_CLAUSE_END_RE``): the longest start of it that ends where a clause ends, with a
-    full stop, fits in ``limit`` and still holds every keyword item (as the keyword
-    matcher reads them). ``None`` when no such start exists: the fact is dropped. The
-    start keeps the subject, which attribution reads from the text."""
-    if len(text) <= limit:
-        return text
-    best = None
+def clause_cuts(text: str, limit: int = MAX_FACT_CHARS) -> list[str]:
+    """The starts of ``text`` that end where a clause ends (``_CLAUSE_END_RE``), each
+    ended with a full stop, that fit in ``limit`` characters: the longest first."""
+    cuts = []
     for m in _CLAUSE_END_RE.finditer(text):
         head = text[: m.start()].rstrip()
         short = head + _FULL_STOP.get(m.group(), m.group())
         if len(short) > limit:
             break
-        if head and contains_all(short, list(keywords)):
-            best = short
-    return best
+        if head:
+            cuts.append(short)
+    return cuts[::-1]
+
+
+def fit_fact_text(
+    text: str,
+    choose: Callable[[str], KeywordChoice | None],
+    limit: int = MAX_FACT_CHARS,
+) -> tuple[str, KeywordChoice] | None:
+    """The text a gold fact holds and its keywords (``choose(text)``, the case's keyword
+    rule, :func:`keyword_chooser`). ``text`` itself when it fits in ``limit`` characters
+    (an extraction answer's fact holds at most ``MAX_FACT_CHARS``, and a longer one is cut
+    with ``…``, so a perfect answer could lose a keyword). A longer text is shortened at a
+    clause boundary: the clause cuts (:func:`clause_cuts`) are tried from the longest
+    down, keywords are chosen for each cut's own text, and the first cut that gets
+    keywords and holds every item of them (as the keyword matcher reads them) is kept.
+    So a keyword of the whole text found only past the last cut that fits does not lose
+    the fact. ``None`` when no cut gets keywords (or ``text`` fits and gets none): the
+    fact is dropped. The start keeps the subject, which attribution reads from the
+    text."""
+    if len(text) <= limit:
+        choice = choose(text)
+        return None if choice is None else (text, choice)
+    for short in clause_cuts(text, limit):
+        choice = choose(short)
+        if choice is not None and contains_all(short, list(choice.keywords)):
+            return short, choice
+    return None
 
 
 def reads_as_its_subject(text: str, who: str, speakers: tuple[str, str]) -> bool:
@@ -249,24 +283,28 @@ def _part_cases(
     stats: ImportStats,
 ) -> list[dict[str, Any]]:
     stats.observations += len(part.facts)
-    choices = choose_keywords([t for _, t in part.facts], conv.speakers, conv_df)
+    choose = keyword_chooser([t for _, t in part.facts], conv.speakers, conv_df)
     # (speaker, text as the gold fact holds it, keywords) of each fact kept.
     kept: list[tuple[str, str, KeywordChoice]] = []
-    for (who, text), choice in zip(part.facts, choices, strict=True):
+    for i, (who, text) in enumerate(part.facts):
+        choice = choose(i, text)
         if choice is None:
             stats.dropped += 1
             continue
-        fitted = fit_fact_text(text, choice.keywords)
-        if fitted is None:
-            stats.too_long += 1
-            continue
-        stats.shortened += fitted != text
-        if not reads_as_its_subject(fitted, who, conv.speakers):
+        if len(text) > MAX_FACT_CHARS:
+            # Shortened at a clause, with keywords chosen on the shortened text.
+            fitted = fit_fact_text(text, functools.partial(choose, i))
+            if fitted is None:
+                stats.too_long += 1
+                continue
+            text, choice = fitted
+            stats.shortened += 1
+        if not reads_as_its_subject(text, who, conv.speakers):
             stats.other_subject += 1
             continue
         stats.keyword_kinds[choice.kind] += 1
         stats.two_keywords += len(choice.keywords) == 2
-        kept.append((who, fitted, choice))
+        kept.append((who, text, choice))
     out = []
     for me in conv.speakers:
         gold = [

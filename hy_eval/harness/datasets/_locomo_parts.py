@@ -1,8 +1,9 @@
 """A LoCoMo session cut into parts of at most ``MAX_FACTS`` observations.
 
 The extraction answer holds at most ``MAX_FACTS`` facts (8; ``hy_eval.memory._extract``),
-while a LoCoMo session has up to 16 observations: a whole session as one case would cap
-recall below 1.0 for any model (on LoCoMo, 4,078 of 5,082 gold facts could be found).
+while a LoCoMo session has up to 16 observations (160 of its 272 sessions have more than
+8): a whole session as one case would cap recall below 1.0 for any model (docs/datasets.md,
+"LoCoMo import", measures how far).
 So a session is cut between turns into consecutive parts, each with the observations
 whose evidence turns lie in it, never cutting between the turns one observation cites.
 """

@@ -19,7 +19,12 @@ from hy_eval.harness.datasets import (
     import_locomo,
     read_conversations,
 )
-from hy_eval.harness.datasets._locomo_cases import fit_fact_text, reads_as_its_subject
+from hy_eval.harness.datasets._locomo import KeywordChoice
+from hy_eval.harness.datasets._locomo_cases import (
+    fit_fact_text,
+    keyword_chooser,
+    reads_as_its_subject,
+)
 from hy_eval.memory._extract import MAX_FACT_CHARS
 from tests.harness.run.test_run import config
 from tests.harness.scripted_suite import SuiteModel
@@ -300,16 +305,17 @@ def test_the_real_locomo_data_imports_and_a_perfect_model_recalls_every_fact(tmp
     """The figures of docs/datasets.md ("LoCoMo import"); about a minute."""
     stats = import_locomo(Path(os.environ["HY_EVAL_LOCOMO"]), tmp_path / "suite")
     assert (stats.conversations, stats.sessions_with_observations) == (10, 272)
-    assert (stats.cases, stats.gold_facts, stats.observations) == (886, 4770, 2541)
+    assert (stats.cases, stats.gold_facts, stats.observations) == (886, 4888, 2541)
     assert (stats.split_sessions, stats.over_limit, stats.unplaced) == (160, 0, 0)
-    # 236 observations are over the 120 characters an answer's fact holds: 84 shortened
-    # at a clause keeping their keywords, 152 with no such cut dropped.
-    assert (stats.shortened, stats.too_long) == (84, 152)
-    # 4 read as about someone else (a pet, a full name, the other speaker): dropped.
-    assert stats.other_subject == 4
+    # 236 observations are over the 120 characters an answer's fact holds: 145 shortened
+    # at a clause, with keywords chosen on the shortened text; 91 have no clause mark
+    # within 120 characters, dropped.
+    assert (stats.shortened, stats.too_long) == (145, 91)
+    # 6 read as about someone else (a pet, a full name, the other speaker, a quote): dropped.
+    assert stats.other_subject == 6
     k = stats.keyword_kinds
-    assert (k["distinctive"], k["shared"], k["fallback"], stats.dropped) == (2361, 24, 0, 0)
-    assert (stats.two_keywords, stats.duplicates, stats.cases_with_history) == (98, 0, 864)
+    assert (k["distinctive"], k["shared"], k["fallback"], stats.dropped) == (2419, 25, 0, 0)
+    assert (stats.two_keywords, stats.duplicates, stats.cases_with_history) == (102, 0, 864)
     long = [f.text for c in load_suite(str(tmp_path / "suite")).cases for f in c.expect.facts]
     assert max(len(t) for t in long) <= MAX_FACT_CHARS
     perfect_run(tmp_path / "suite", tmp_path)
@@ -388,40 +394,119 @@ def test_keyword_rule_rarest_first_a_second_when_shared_then_fallback_and_drop()
 PIXEL = "Ana adopted a greyhound named Pixel, who sleeps all day, and she walks him by the river."
 
 
+def fit(text, keywords, limit=MAX_FACT_CHARS):
+    """``fit_fact_text`` with a keyword rule that gives ``keywords`` whatever the text:
+    the text kept, or ``None``."""
+    got = fit_fact_text(text, lambda _: KeywordChoice(tuple(keywords), "distinctive"), limit)
+    return None if got is None else got[0]
+
+
 def test_a_long_fact_is_shortened_at_the_last_clause_that_keeps_its_keywords():
     text = PIXEL
     # The longest start ending at a clause that fits and holds the keyword; the comma
     # becomes a full stop.
-    assert fit_fact_text(text, ["greyhound"], limit=60) == (
+    assert fit(text, ["greyhound"], limit=60) == (
         "Ana adopted a greyhound named Pixel, who sleeps all day."
     )
-    assert fit_fact_text(text, ["greyhound"], limit=40) == "Ana adopted a greyhound named Pixel."
-    assert fit_fact_text(text, [["dog", "sleeps"]], limit=60).endswith("all day.")  # any-of
+    assert fit(text, ["greyhound"], limit=40) == "Ana adopted a greyhound named Pixel."
+    assert fit(text, [["dog", "sleeps"]], limit=60).endswith("all day.")  # any-of
     # A sentence's end stays; a point or comma inside a number is no boundary; keywords
     # are read as the keyword matcher reads them (1,500 is 1500).
-    assert fit_fact_text("It rained. Ben stayed home and read a long book.", ["rained"], 30) == (
-        "It rained."
-    )
-    assert fit_fact_text("Ben swam 1,500 metres in 3.5 hours, a new record.", ["1500"], 40) == (
+    assert fit("It rained. Ben stayed home and read a long book.", ["rained"], 30) == ("It rained.")
+    assert fit("Ben swam 1,500 metres in 3.5 hours, a new record.", ["1500"], 40) == (
         "Ben swam 1,500 metres in 3.5 hours."
     )
     # Chinese punctuation, with a Chinese full stop.
     zh = "小王在杭州开了一家咖啡馆，每天早上烤面包，周末还教邻居的孩子画画。"
-    assert fit_fact_text(zh, ["咖啡馆"], limit=20) == "小王在杭州开了一家咖啡馆。"
+    assert fit(zh, ["咖啡馆"], limit=20) == "小王在杭州开了一家咖啡馆。"
     # A text that fits is kept as it is, whatever it holds; the default limit is an
     # extraction answer's.
-    assert fit_fact_text(text, ["nothing"], limit=len(text)) == text
-    assert fit_fact_text("x, " * 39 + "end", ["none"]) == "x, " * 39 + "end"  # 120
-    assert fit_fact_text("x, " * 40 + "end.", ["x"]) == "x, " * 39 + "x."  # 124 -> 119
+    assert fit(text, ["nothing"], limit=len(text)) == text
+    assert fit("x, " * 39 + "end", ["none"]) == "x, " * 39 + "end"  # 120
+    assert fit("x, " * 40 + "end.", ["x"]) == "x, " * 39 + "x."  # 124 -> 119
 
 
 def test_a_long_fact_with_no_such_cut_is_dropped():
     text = PIXEL
-    assert fit_fact_text(text, ["river"], limit=60) is None  # the keyword is in the tail
-    assert fit_fact_text(text, ["greyhound", "river"], limit=60) is None  # every item kept
-    assert fit_fact_text(text, ["greyhound"], limit=30) is None  # no clause fits
+    assert fit(text, ["river"], limit=60) is None  # the keyword is in the tail
+    assert fit(text, ["greyhound", "river"], limit=60) is None  # every item kept
+    assert fit(text, ["greyhound"], limit=30) is None  # no clause fits
     zh = "小王在杭州开了一家咖啡馆，每天早上烤面包，周末还教邻居的孩子画画。"
-    assert fit_fact_text(zh, ["画画"], limit=20) is None
+    assert fit(zh, ["画画"], limit=20) is None
+
+
+def test_each_cut_gets_keywords_of_its_own_the_longest_that_gets_some_is_kept():
+    pixel = KeywordChoice(("pixel",), "distinctive")
+    tried = []
+
+    def choose(text):
+        tried.append(text)
+        return None if "sleeps" in text else pixel
+
+    # The longest cut gets no keywords, the next one does.
+    assert fit_fact_text(PIXEL, choose, limit=60) == ("Ana adopted a greyhound named Pixel.", pixel)
+    assert tried == [
+        "Ana adopted a greyhound named Pixel, who sleeps all day.",
+        "Ana adopted a greyhound named Pixel.",
+    ]
+    # With the case's keyword rule, each cut's keywords are chosen on the cut's own text.
+    facts = ["Ben drinks green tea.", PIXEL]
+    choose_pixel = keyword_chooser(facts, ["Ana", "Ben"])
+    assert choose_pixel(1, PIXEL).keywords == ("greyhound",)
+    assert fit_fact_text(PIXEL, lambda t: choose_pixel(1, t), limit=60)[1].keywords == (
+        "greyhound",
+    )
+    assert choose_keywords(facts, ["Ana", "Ben"]) == [
+        choose_pixel(i, f) for i, f in enumerate(facts)
+    ]
+
+
+#: Longer than an answer's fact holds; its rarest, longest word (the keyword chosen on the
+#: whole text) is in the last clause, past the only clause cut that fits.
+SOURDOUGH = (
+    "Ben bakes sourdough at a small bakery near the river every single morning before dawn, "
+    "and he hopes to open a patisserie one day."
+)
+
+
+def test_a_long_fact_whose_keyword_is_in_its_last_clause_is_kept_with_keywords_of_the_cut(
+    tmp_path,
+):
+    assert len(SOURDOUGH) > MAX_FACT_CHARS
+    facts = ["Ana drinks green tea.", SOURDOUGH, "Ben's sourdough won a prize at the fair."]
+    whole = choose_keywords(facts, ["Ana", "Ben"])
+    assert whole[1].keywords == ("patisserie",)  # on the whole text: in the tail
+    conv = {
+        "speaker_a": "Ana",
+        "speaker_b": "Ben",
+        "session_1": [
+            turn("Ana", 1, 1, "I drink green tea every day."),
+            turn("Ben", 1, 2, "I bake sourdough at dawn; one day, a patisserie!"),
+            turn("Ben", 1, 3, "My sourdough won a prize at the fair."),
+        ],
+        "session_1_observation": {
+            "Ana": [[facts[0], "D1:1"]],
+            "Ben": [[facts[1], "D1:2"], [facts[2], "D1:3"]],
+        },
+    }
+    (tmp_path / "26.json").write_text(json.dumps(conv))
+    stats = import_locomo(tmp_path / "26.json", tmp_path / "suite")
+    assert (stats.shortened, stats.too_long, stats.dropped, stats.gold_facts) == (1, 0, 0, 6)
+    cases = load_suite(str(tmp_path / "suite")).cases
+    assert [c.id for c in cases] == ["locomo-26-s1-ana", "locomo-26-s1-ben"]
+    for case in cases:
+        texts = [f.text for f in case.expect.facts]
+        kept = case.expect.facts[1]
+        # Kept, shortened at its clause, with a keyword from the part kept: "sourdough"
+        # is longer, but another fact of the case holds it too, so a word of this fact
+        # alone comes first, as for any fact.
+        assert kept.text == (
+            "Ben bakes sourdough at a small bakery near the river every single morning before dawn."
+        )
+        assert kept.keywords == ["morning"]
+        assert all("morning" not in fold_spaced(t) for t in texts if t != kept.text)  # distinctive
+    assert stats.keyword_kinds == {"distinctive": 3}
+    perfect_run(tmp_path / "suite", tmp_path)
 
 
 def long_facts():
@@ -460,7 +545,8 @@ def test_long_facts_are_shortened_or_dropped_and_counted(tmp_path, capsys):
     text = capsys.readouterr().out
     assert (
         "long texts: 2 observations over the 120 characters an answer's fact holds: "
-        "1 shortened at a clause boundary keeping their keywords, 1 dropped (no such cut)"
+        "1 shortened at a clause boundary (keywords chosen on the shortened text), "
+        "1 dropped (no such cut)"
     ) in text
     assert "cases: 2; gold facts: 4 (3 observations" in text
     cases = {c.id: c for c in load_suite(str(out)).cases}
