@@ -71,7 +71,7 @@ def cmd_cassette_record(args: argparse.Namespace) -> int:
     if code != ExitCode.OK or runner.llm is None:
         raise UserError("the recording run had provider errors; nothing written", ExitCode.PROVIDER)
     n = export_cassette(AnswerCache(cache_path(args)), runner.llm.keys_used, out_path)
-    echo(f"cassette written: {out_path} ({n} answers, {summary['cases']} cases)")
+    echo(f"cassette written: {out_path} ({n} answers, {summary.cases} cases)")
     return ExitCode.OK
 
 

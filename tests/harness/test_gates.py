@@ -11,7 +11,7 @@ from scipy import stats
 
 from hy_eval.cli import main
 from hy_eval.harness.analysis import holm, mcnemar_exact, paired_difference
-from hy_eval.harness.analysis._compare import minimum_detectable_effect
+from hy_eval.harness.analysis._stats import minimum_detectable_effect
 
 from .scripted_suite import SuiteModel, model_args, perfect_extraction
 from .test_run import write_suite

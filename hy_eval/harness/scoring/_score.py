@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hy_eval.harness.datasets import Case, contains_all, contains_any, fold
+from hy_eval.harness.runlog import ScoreRecord
 from hy_eval.harness.scoring._matching import KeywordMatcher, Matcher
 from hy_eval.memory import Speakers, Subject, same_subject, subject_of
 
@@ -73,20 +74,26 @@ class Outcome:
 
 @dataclass
 class CaseScore:
+    """A case's score as the scorer builds it; :meth:`record` is its form in the case
+    record."""
+
     counts: dict[str, tuple[int, int]]
     passed: bool
     facts: list[dict[str, Any]]
     checks: list[dict[str, Any]]
     confusion: list[tuple[str, str]]
 
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "counts": {k: list(v) for k, v in self.counts.items()},
-            "passed": self.passed,
-            "facts": self.facts,
-            "checks": self.checks,
-            "confusion": [list(c) for c in self.confusion],
-        }
+    def record(self) -> ScoreRecord:
+        """The score as the case record holds it (``CaseRecord.score``)."""
+        return ScoreRecord.model_validate(
+            {
+                "counts": self.counts,
+                "passed": self.passed,
+                "facts": self.facts,
+                "checks": self.checks,
+                "confusion": self.confusion,
+            }
+        )
 
 
 def _match(
