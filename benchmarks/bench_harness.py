@@ -150,10 +150,10 @@ def throughput(args: argparse.Namespace) -> None:
         f"RATIO cached/uncached = {cached_wall / wall:.3%} (target <= 5%); "
         f"requests during the cached run: {cached_requests} (target 0)"
     )
-    start = wall - summary["wall_s"] - report.seconds
+    start = wall - summary.wall_s - report.seconds
     print(
-        f"uncached run by phase: start {start:.2f} s, cases {summary['wall_s']:.2f} s "
-        f"(floor {floor:.2f} s: {summary['wall_s'] / floor:.3f} x), report {report.seconds:.2f} s"
+        f"uncached run by phase: start {start:.2f} s, cases {summary.wall_s:.2f} s "
+        f"(floor {floor:.2f} s: {summary.wall_s / floor:.3f} x), report {report.seconds:.2f} s"
     )
 
 
@@ -261,13 +261,13 @@ def _report_child(run_dir: str) -> None:
     ``run_dir`` as a run's end does it, then warm: the best of three more (the machine's
     speed drifts by a third between runs)."""
     from hy_eval.harness.report import _write as _report
-    from hy_eval.harness.runlog import read_run
+    from hy_eval.harness.runlog import CallCounts, read_run
 
-    manifest = read_run(run_dir).manifest.model_dump(mode="json")
+    manifest = read_run(run_dir).manifest
     times = []
     for _ in range(4):
         started = time.perf_counter()
-        _report.write_reports(Path(run_dir), manifest, {}, 0.0)
+        _report.write_reports(Path(run_dir), manifest, CallCounts(), 0.0)
         times.append(time.perf_counter() - started)
     print(times[0])
     print(min(times[1:]))
@@ -367,7 +367,7 @@ def tricks(args: argparse.Namespace) -> None:
     for name, ms in stores.items():
         print(f"  {name:<30}{ms:>8.3f} ms")
     print(
-        f"RATIO case phase/floor = {summary['wall_s'] / floor:.3f} (target <= 1.10); "
+        f"RATIO case phase/floor = {summary.wall_s / floor:.3f} (target <= 1.10); "
         f"whole run {wall:.2f} s"
     )
     print(f"report of {args.cases} cases (target < 1 s)")

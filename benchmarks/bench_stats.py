@@ -97,15 +97,15 @@ def scenarios(samples: int) -> dict[str, Callable[[np.random.Generator], object]
         )
 
     def stars(r: np.random.Generator) -> tuple[bool, bool]:
-        res = _compare(*pair(proc, proc, r), samples)["metrics"].values()
-        return any(e["significant"] for e in res), any(e.get("significant_unadjusted") for e in res)
+        res = _compare(*pair(proc, proc, r), samples).metrics.values()
+        return any(e.significant for e in res), any(e.significant_unadjusted for e in res)
 
     out["compare, same process: any metric starred (Holm) / any unadjusted p < 0.05"] = stars
 
     def paired_coverage(r: np.random.Generator) -> tuple[bool, ...]:
-        res = _compare(*pair(proc, proc, r), samples)["metrics"]
+        res = _compare(*pair(proc, proc, r), samples).metrics
         return tuple(
-            res[m]["ci"][0] <= 0 <= res[m]["ci"][1]
+            res[m].ci[0] <= 0 <= res[m].ci[1]
             for m in ("case_pass", "attribution_accuracy", "misattribution_rate")
         )
 

@@ -23,6 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from hy_eval.harness import load_suite  # noqa: E402
+from hy_eval.harness.runlog import read_baseline  # noqa: E402
 
 SUITE = "multi_speaker"
 BASELINE = ROOT / "reports" / "baselines" / f"{SUITE}.json"
@@ -45,11 +46,11 @@ def figures() -> dict[str, Any]:
         for p in sorted((ROOT / "datasets" / SUITE).glob("*.jsonl"))
     }
     zh_native = sum(n for name, n in files.items() if name.startswith("zh_native"))
-    baseline = json.loads(BASELINE.read_text("utf-8"))
-    per_case = baseline["cases"].values()
+    baseline = read_baseline(BASELINE)
+    per_case = baseline.cases.values()
     metrics = {
-        m: {"value": value, "n": sum(1 for c in per_case if c["counts"][m][1] > 0)}
-        for m, value in baseline["metrics"].items()
+        m: {"value": value, "n": sum(1 for c in per_case if c.counts[m][1] > 0)}
+        for m, value in baseline.metrics.items()
     }
     calls = [json.loads(line) for line in CASSETTE.read_text("utf-8").splitlines() if line]
     seconds = sum(c["completion"]["latency_s"] for c in calls)
@@ -62,8 +63,8 @@ def figures() -> dict[str, Any]:
         "zh_native": zh_native,
         "zh_native_pct": _pct(zh_native, cases),
         "facts": f"{sum(len(c.expect.facts) for c in suite.cases):,}",
-        "baseline_cases": len(baseline["cases"]),
-        "passed": sum(1 for c in per_case if c["passed"]),
+        "baseline_cases": len(baseline.cases),
+        "passed": sum(1 for c in per_case if c.passed),
         "metrics": metrics,
         "attribution_n": metrics["attribution_accuracy"]["n"],
         "cassette_calls": len(calls),

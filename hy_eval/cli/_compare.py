@@ -4,8 +4,6 @@ later runs are gated against."""
 from __future__ import annotations
 
 import argparse
-import json
-from pathlib import Path
 from typing import Any
 
 from hy_eval._exitcodes import ExitCode
@@ -28,7 +26,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
         raise UserError(str(exc)) from None
     echo(comparison_text(result))
     if args.json:
-        Path(args.json).write_text(json.dumps(result, ensure_ascii=False, indent=1))
+        from hy_eval.harness.runlog import write_comparison
+
+        write_comparison(args.json, result)
     if args.html:
         from hy_eval.harness.report import write_compare_page
 

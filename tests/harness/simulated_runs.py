@@ -17,7 +17,6 @@ deterministic model would be). ``case_pass`` is drawn the same way with den = 1.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from hy_eval.harness.analysis import RunOutcomes
+from hy_eval.harness.runlog import MetricEntry, read_baseline
 from hy_eval.harness.scoring import ACCURACY_METRICS, METRICS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -56,10 +56,10 @@ class Process:
 
 
 def baseline_process(path: Path = BASELINE) -> Process:
-    cases = json.loads(path.read_text(encoding="utf-8"))["cases"]
+    cases = read_baseline(path).cases
     ids = sorted(cases)
     counts = np.array(
-        [[cases[i]["counts"].get(m, [0.0, 0.0]) for m in METRICS] for i in ids], dtype=float
+        [[cases[i].counts.get(m, (0.0, 0.0)) for m in METRICS] for i in ids], dtype=float
     )
     num, den = counts[..., 0], counts[..., 1]
     return Process(ids, den, (num + 0.2) / (den + 0.4))
@@ -111,13 +111,13 @@ def pair(
     return outcomes(process_a, a, "A"), outcomes(process_b, b, "B")
 
 
-def values_of(run: RunOutcomes) -> dict[str, dict[str, float | None]]:
+def values_of(run: RunOutcomes) -> dict[str, MetricEntry]:
     """The summary ``metrics`` the gates read (values only: no CI is needed to gate)."""
-    out: dict[str, dict[str, float | None]] = {}
+    out: dict[str, MetricEntry] = {}
     for m in METRICS:
         num = sum(c[m][0] for c in run.counts.values())
         den = sum(c[m][1] for c in run.counts.values())
-        out[m] = {"value": num / den if den else None}
+        out[m] = MetricEntry(value=num / den if den else None)
     return out
 
 

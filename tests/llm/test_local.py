@@ -151,4 +151,4 @@ def test_the_real_model_process_killed_mid_run_then_resumed(tmp_path):
     kept = [json.loads(line)["id"] for line in records.read_text(encoding="utf-8").splitlines()]
     assert kept and f"{len(kept)} case" in str(info.value)
     _, summary, code = Runner(RunConfig(resume=str(run_dir), **cfg)).run()
-    assert code == 0 and summary["metrics"]["case_pass"]["n"] == 3
+    assert code == 0 and summary.metrics["case_pass"].n == 3

@@ -99,7 +99,7 @@ def test_a_crash_mid_run_keeps_the_finished_cases_and_resume_completes(fake_work
     done, summary, code = Runner(local_config(tmp_path, model, resume=str(run_dir))).run()
     assert code == 0 and done == run_dir
     assert sorted(records(run_dir)) == [f"t-{i:02d}" for i in range(6)]
-    assert summary["metrics"]["case_pass"]["n"] == 6
+    assert summary.metrics["case_pass"].n == 6
 
 
 def test_the_cli_says_it_in_one_line_with_exit_3(fake_worker, tmp_path, capsys):

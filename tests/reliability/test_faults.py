@@ -98,7 +98,7 @@ def test_flaky_provider_run_completes_with_the_same_scores(tmp_path):
     for r in ok:
         assert r["score"]["counts"] == clean_records[r["id"]]["score"]["counts"], r["id"]
     if len(ok) == len(records):
-        assert summary["metrics"] == expected["metrics"]
+        assert summary.metrics == expected.metrics
 
 
 def test_exhausted_retries_mark_the_case_failed_with_the_reason(tmp_path):
@@ -113,7 +113,7 @@ def test_exhausted_retries_mark_the_case_failed_with_the_reason(tmp_path):
     }
     assert rec["t-01"]["status"] == "error" and "HTTP 503" in rec["t-01"]["error"]
     assert "after 2 retries" in rec["t-01"]["error"]
-    assert summary["calls"]["retries"] == 2 and summary["calls"]["errors"] == 1
+    assert summary.calls.retries == 2 and summary.calls.errors == 1
     assert code == 0  # 1 of 3 is under the tolerance this test set (1.0)
 
 
@@ -164,7 +164,7 @@ def test_malformed_answers_are_repaired_or_counted_never_crash(tmp_path):
     r = records[unknown]
     assert r["fallback"].startswith("unusable answer: unknown memory id(s) m7")
     assert r["store_after"]["memories"][0]["text"] == "The user likes tea and coffee."  # untouched
-    assert summary["metrics"]["parse_failure_rate"]["num"] == 5  # 4 extraction + 1 reconcile
+    assert summary.metrics["parse_failure_rate"].num == 5  # 4 extraction + 1 reconcile
 
 
 def test_two_runs_share_one_cache_file_at_the_same_time(tmp_path):
@@ -193,7 +193,7 @@ def test_two_runs_share_one_cache_file_at_the_same_time(tmp_path):
             t.start()
         for t in threads:
             t.join()
-    assert results["one"]["metrics"] == results["two"]["metrics"]
+    assert results["one"].metrics == results["two"].metrics
     db = sqlite3.connect(cache)
     assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     assert (

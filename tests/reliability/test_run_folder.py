@@ -137,7 +137,7 @@ def test_two_runs_started_together_on_one_folder_do_not_merge(tmp_path):
     )
     ids = ids_of(out)
     assert sorted(ids) == sorted(c.id for c in suite.cases)  # each case once
-    assert results[0]["cases"] == 12
+    assert results[0].cases == 12
 
 
 # -- --resume uses the command line's model (docs/reliability.md, item 5) ---------------

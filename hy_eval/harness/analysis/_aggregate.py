@@ -15,7 +15,7 @@ from array import array
 from typing import Any
 
 from hy_eval.harness.analysis._stats import ratios_with_ci
-from hy_eval.harness.runlog import CaseRecord
+from hy_eval.harness.runlog import CaseRecord, MetricEntry
 from hy_eval.harness.scoring import METRICS
 
 
@@ -42,7 +42,7 @@ class RecordRows:
         return len(self.keys)
 
     def add(self, rec: CaseRecord) -> None:
-        counts = rec.score.get("counts", {})
+        counts = rec.score.counts
         self.keys.append((rec.id, rec.repeat))
         self.labels.append((rec.lang, tuple(rec.rules), tuple(rec.tags), rec.passed))
         per = self.per_repeat.setdefault(rec.repeat, {m: [0.0, 0.0] for m in METRICS})
@@ -171,12 +171,12 @@ def repeat_spread(totals: dict[int, dict[str, list[float]]]) -> dict[str, Any]:
     return out
 
 
-def fmt_ratio(entry: Any) -> str:
-    """``0.614 [0.518, 0.706]``, or ``n/a``; extra keys of a CI entry are ignored."""
-    if not isinstance(entry, dict) or entry.get("value") is None:
+def fmt_ratio(entry: MetricEntry | None) -> str:
+    """``0.614 [0.518, 0.706]``, or ``n/a``."""
+    if entry is None or entry.value is None:
         return "n/a"
-    ci = entry.get("ci") or [None, None]
-    if ci[0] is None or ci[1] is None:
-        return f"{entry['value']:.3f}"
-    few = f" (n={entry.get('n')}, few cases)" if entry.get("small_n") else ""
-    return f"{entry['value']:.3f} [{ci[0]:.3f}, {ci[1]:.3f}]{few}"
+    lo, hi = entry.ci
+    if lo is None or hi is None:
+        return f"{entry.value:.3f}"
+    few = f" (n={entry.n}, few cases)" if entry.small_n else ""
+    return f"{entry.value:.3f} [{lo:.3f}, {hi:.3f}]{few}"

@@ -32,8 +32,19 @@ from hy_eval.harness.analysis._stats import (
     mcnemar_one_sided,
     z_quantile,
 )
-from hy_eval.harness.runlog import CaseRecord, RunFolderError, read_run
-from hy_eval.harness.scoring import ACCURACY_METRICS, METRICS, matcher_of
+from hy_eval.harness.runlog import (
+    Baseline,
+    CaseRecord,
+    Comparison,
+    PerturbFile,
+    RunFolderError,
+    RunManifest,
+    ScoreCheck,
+    ScoreRecord,
+    read_perturb_file,
+    read_run,
+)
+from hy_eval.harness.scoring import ACCURACY_METRICS, METRICS
 
 
 class CompareError(ValueError):
@@ -49,11 +60,18 @@ class RunOutcomes:
     counts: dict[str, dict[str, tuple[float, float]]]  # case id -> metric -> (num, den)
     passed: dict[str, bool]
     outputs: dict[str, dict[str, Any]] = field(default_factory=dict)
-    meta: dict[str, Any] = field(default_factory=dict)
-    #: Each record's id, repeat, rules, tags and checks (for a metamorphic run's consistency).
-    checks: list[dict[str, Any]] = field(default_factory=list)
+    #: The run's manifest, or the baseline itself.
+    meta: RunManifest | Baseline | None = None
+    #: Each record slimmed to its id, repeat, rules, tags and checks (``slim_record``),
+    #: for consistency; empty for a baseline.
+    checks: list[CaseRecord] = field(default_factory=list)
     #: ``perturb.json`` of a perturbed run, else None.
-    perturbation: dict[str, Any] | None = None
+    perturbation: PerturbFile | None = None
+
+    @property
+    def matcher(self) -> str:
+        """The matcher that paired the run's facts (``keyword`` when nothing says)."""
+        return self.meta.matcher if self.meta is not None else "keyword"
 
 
 def outputs_of(record: CaseRecord) -> dict[str, Any]:
@@ -71,11 +89,11 @@ def outputs_of(record: CaseRecord) -> dict[str, Any]:
 def run_outcomes(run_dir: str | Path) -> RunOutcomes:
     """The per-case counts, verdicts (k of n repeats, the run's ``--pass-k``) and outputs
     of the run in ``run_dir``, read through ``runlog`` and counted by ``_aggregate``."""
-    from hy_eval.harness.analysis._compare_input import checked_records, read_perturbation
+    from hy_eval.harness.analysis._compare_input import checked_records
 
     rows = RecordRows()
     outputs: dict[str, dict[str, Any]] = {}
-    checks: list[dict[str, Any]] = []
+    checks: list[CaseRecord] = []
     try:  # a run folder is input: a bad record is one line naming it, not a traceback
         run = read_run(run_dir)
         for rec in checked_records(run.records_path):
@@ -83,7 +101,7 @@ def run_outcomes(run_dir: str | Path) -> RunOutcomes:
             checks.append(slim_record(rec))
             if rec.repeat == 0:
                 outputs[rec.id] = outputs_of(rec)
-        perturbation = read_perturbation(Path(run_dir))
+        perturbation = read_perturb_file(Path(run_dir))
     except RunFolderError as exc:
         raise CompareError(str(exc)) from None
     manifest = run.manifest
@@ -96,26 +114,24 @@ def run_outcomes(run_dir: str | Path) -> RunOutcomes:
         counts,
         passed,
         outputs,
-        manifest.model_dump(mode="json"),
+        manifest,
         checks,
         perturbation,
     )
 
 
-def slim_record(rec: CaseRecord) -> dict[str, Any]:
-    """What consistency needs of a record: its keys, rules, tags, check verdicts, facts."""
+def slim_record(rec: CaseRecord) -> CaseRecord:
+    """What consistency needs of a record: its keys, rules, tags, check verdicts (without
+    their details) and facts."""
     score = rec.score
-    return {
-        "id": rec.id,
-        "repeat": rec.repeat,
-        "rules": rec.rules,
-        "tags": rec.tags,
-        "score": {
-            "passed": score["passed"],
-            "checks": [{"check": c["check"], "ok": c["ok"]} for c in score["checks"]],
-            "facts": score.get("facts", []),
-        },
-    }
+    checks = [ScoreCheck(check=c.check, ok=c.ok) for c in score.checks]
+    return CaseRecord(
+        id=rec.id,
+        repeat=rec.repeat,
+        rules=rec.rules,
+        tags=rec.tags,
+        score=ScoreRecord(passed=score.passed, checks=checks, facts=score.facts),
+    )
 
 
 @dataclass
@@ -324,7 +340,7 @@ def compare(
     limits: Mapping[str, float] | None = None,
     samples: int = BOOTSTRAP_SAMPLES,
     seed: int = SEED,
-) -> dict[str, Any]:
+) -> Comparison:
     """The paired comparison of B against A on their shared case ids.
 
     Each metric's p-value is a two-sided paired permutation test (exact McNemar for
@@ -338,7 +354,7 @@ def compare(
     ``mixed_matchers``: a difference would mix the pipeline's change with the
     measurement's (docs/metrics.md, "Matchers").
     """
-    matchers = {"a": matcher_of(a.meta), "b": matcher_of(b.meta)}
+    matchers = {"a": a.matcher, "b": b.matcher}
     if matchers["a"] != matchers["b"] and not mixed_matchers:
         raise CompareError(
             f"the runs matched facts with different matchers (A {matchers['a']}, B "
@@ -379,24 +395,26 @@ def compare(
         }
         for i in fixed + broken
     ]
-    return {
-        "a": a.label,
-        "b": b.label,
-        "cases": len(ids),
-        "only_in_a": len(set(a.counts) - set(ids)),
-        "only_in_b": len(set(b.counts) - set(ids)),
-        "alpha": alpha,
-        "ci_level": level,
-        "adjustment": "holm",
-        "matcher": matchers,
-        "metrics_tested": len(tested),
-        "metrics": metrics,
-        "mcnemar": {"fixed": len(fixed), "broken": len(broken), "p_value": cp["p_value"]},
-        "mde_case_pass": cp.get("mde"),
-        "flipped_count": len(flips),
-        "flipped": flips,
-        **_consistency_of(a, b, ids, fixed + broken),
-    }
+    return Comparison.model_validate(
+        {
+            "a": a.label,
+            "b": b.label,
+            "cases": len(ids),
+            "only_in_a": len(set(a.counts) - set(ids)),
+            "only_in_b": len(set(b.counts) - set(ids)),
+            "alpha": alpha,
+            "ci_level": level,
+            "adjustment": "holm",
+            "matcher": matchers,
+            "metrics_tested": len(tested),
+            "metrics": metrics,
+            "mcnemar": {"fixed": len(fixed), "broken": len(broken), "p_value": cp["p_value"]},
+            "mde_case_pass": cp.get("mde"),
+            "flipped_count": len(flips),
+            "flipped": flips,
+            **_consistency_of(a, b, ids, fixed + broken),
+        }
+    )
 
 
 def _adjust(metrics: dict[str, dict[str, Any]], alpha: float) -> list[str]:
@@ -442,11 +460,11 @@ def _consistency_of(
         return {"changed_count": None}
     from hy_eval.harness.analysis._consistency import changed_ids, consistency
 
-    info = b.perturbation or {}
-    subjects = {cid: c["subjects"] for cid, c in info.get("cases", {}).items()}
+    info = b.perturbation or PerturbFile()
+    subjects = {cid: c.subjects for cid, c in info.cases.items()}
     changed = (changed_ids(a.checks, b.checks) & set(ids)) | set(flipped)
     return {
         "changed_count": len(changed),
-        "perturbation": info.get("perturbation"),
+        "perturbation": info.perturbation,
         "consistency": consistency(a.checks, b.checks, subjects),
     }

@@ -7,7 +7,6 @@ A case's checks are keyed by kind and occurrence (``fact#0``, ``absent#1``) and 
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -15,10 +14,20 @@ from typing import Any
 
 import numpy as np
 
+from hy_eval.harness.analysis._compare_input import checked_records
 from hy_eval.harness.analysis._outputs_diff import structural_diff
 from hy_eval.harness.analysis._stats import ratios_with_ci
 from hy_eval.harness.datasets import replace_names
-from hy_eval.harness.runlog import read_perturb_file, read_record_dicts
+from hy_eval.harness.runlog import (
+    RECORDS_NAME,
+    CaseRecord,
+    ConsistencyResult,
+    PerturbationSection,
+    PerturbFile,
+    RunSummary,
+    read_perturb_file,
+    read_summary,
+)
 
 #: Checks that a record carries only when they fail.
 ONLY_ON_FAILURE = ("parse", "error")
@@ -29,14 +38,13 @@ ONLY_ON_FAILURE = ("parse", "error")
 MAX_CHANGED = 50
 
 
-def verdicts_of(record: Mapping[str, Any]) -> dict[str, bool]:
+def verdicts_of(record: CaseRecord) -> dict[str, bool]:
     """A record's check verdicts keyed by kind and occurrence: ``{"fact#0": True, ...}``."""
     seen: Counter[str] = Counter()
     out: dict[str, bool] = {}
-    for check in record["score"]["checks"]:
-        kind = check["check"]
-        out[f"{kind}#{seen[kind]}"] = bool(check["ok"])
-        seen[kind] += 1
+    for check in record.score.checks:
+        out[f"{check.check}#{seen[check.check]}"] = check.ok
+        seen[check.check] += 1
     return out
 
 
@@ -59,53 +67,49 @@ def changed_checks(a: Mapping[str, bool], b: Mapping[str, bool]) -> tuple[int, l
     return len(keys), [k for k in keys if ok(a, k) != ok(b, k)]
 
 
-def changed_ids(base: Iterable[Mapping[str, Any]], other: Iterable[Mapping[str, Any]]) -> set[str]:
+def changed_ids(base: Iterable[CaseRecord], other: Iterable[CaseRecord]) -> set[str]:
     """The ids of the cases with at least one check verdict that differs between the two
     runs on a shared (case, repeat), checks paired as ``changed_checks`` pairs them."""
-    b = {_key(r): r for r in other}
+    b = {r.key: r for r in other}
     return {
-        r["id"]
+        r.id
         for r in base
-        if _key(r) in b and changed_checks(verdicts_of(r), verdicts_of(b[_key(r)]))[1]
+        if r.key in b and changed_checks(verdicts_of(r), verdicts_of(b[r.key]))[1]
     }
 
 
-def _key(rec: Mapping[str, Any]) -> str:
-    return f"{rec['id']}#{rec.get('repeat', 0)}"
-
-
-def _mapped_facts(rec: Mapping[str, Any], subjects: Mapping[str, str]) -> list[dict[str, str]]:
+def _mapped_facts(rec: CaseRecord, subjects: Mapping[str, str]) -> list[dict[str, str]]:
     """A record's facts as (subject, owner, text), with the perturbed case's names mapped
     back to the original's, so that a diff shows what changed beyond the renaming."""
     back = {k.casefold(): v for k, v in subjects.items()}
     names = [k for k in subjects if k not in ("user", "assistant")]
     to_old = {n: subjects[n] for n in names}
     rows = []
-    for f in rec.get("score", {}).get("facts", []):
-        subject = f["subject"]
+    for f in rec.score.facts:
+        subject = f.subject
         name = subject.split(":", 1)[1] if subject.startswith("named:") else subject
         if name in back:
             old = back[name]
             subject = old if old in ("user", "assistant") else f"named:{old.casefold()}"
-        text = f["text"]
+        text = f.text
         if to_old:
             text = replace_names(text, to_old, names)
-        rows.append({"subject": subject, "owner": f["owner"], "text": text})
+        rows.append({"subject": subject, "owner": f.owner, "text": text})
     return rows
 
 
 def consistency(
-    base: Iterable[Mapping[str, Any]],
-    perturbed: Iterable[Mapping[str, Any]],
+    base: Iterable[CaseRecord],
+    perturbed: Iterable[CaseRecord],
     subjects: Mapping[str, Mapping[str, str]] | None = None,
-) -> dict[str, Any]:
+) -> ConsistencyResult:
     """Consistency of ``perturbed`` against ``base`` on their shared (case, repeat) keys:
     the value with its CI (cases resampled whole), a fragility table by rule and tag, and
     the changed cases (at least one check verdict changed) with a diff of their facts.
     ``subjects`` (case id -> perturbed subject -> original) maps names back for the diff."""
     subjects = subjects or {}
-    a = {_key(r): r for r in base}
-    b = {_key(r): r for r in perturbed}
+    a = {r.key: r for r in base}
+    b = {r.key: r for r in perturbed}
     keys = sorted(k for k in a if k in b)  # records are in finishing order
     groups: dict[str, list[int]] = {}
     nums, dens, changed_cases = [], [], []
@@ -114,15 +118,15 @@ def consistency(
         total, changed = changed_checks(verdicts_of(ra), verdicts_of(rb))
         nums.append(total - len(changed))
         dens.append(total)
-        for label in [f"rule:{r}" for r in ra["rules"]] + [f"tag:{t}" for t in ra["tags"]]:
+        for label in [f"rule:{r}" for r in ra.rules] + [f"tag:{t}" for t in ra.tags]:
             groups.setdefault(label, []).append(i)
         if changed:
-            subj = subjects.get(ra["id"], {})
+            subj = subjects.get(ra.id, {})
             changed_cases.append(
                 {
-                    "id": ra["id"],
-                    "repeat": ra.get("repeat", 0),
-                    "passed": [ra["score"]["passed"], rb["score"]["passed"]],
+                    "id": ra.id,
+                    "repeat": ra.repeat,
+                    "passed": [ra.score.passed, rb.score.passed],
                     "changed": changed,
                     "facts_diff": structural_diff(
                         {"facts": _mapped_facts(ra, {})}, {"facts": _mapped_facts(rb, subj)}
@@ -147,48 +151,54 @@ def consistency(
         }
         for kind in ("rule", "tag")
     }
-    return {
-        "consistency": _short(entries[0]),
-        "cases": len(keys),
-        "checks": int(sum(dens)),
-        "checks_changed": int(sum(dens) - sum(nums)),
-        "only_in_base": len(set(a) - set(b)),
-        "fragility": fragility,
-        "changed_count": len(changed_cases),
-        "changed_cases": changed_cases[:MAX_CHANGED],
-    }
+    return ConsistencyResult.model_validate(
+        {
+            "consistency": _short(entries[0]),
+            "cases": len(keys),
+            "checks": int(sum(dens)),
+            "checks_changed": int(sum(dens) - sum(nums)),
+            "only_in_base": len(set(a) - set(b)),
+            "fragility": fragility,
+            "changed_count": len(changed_cases),
+            "changed_cases": changed_cases[:MAX_CHANGED],
+        }
+    )
 
 
 def _short(entry: Mapping[str, Any]) -> dict[str, Any]:
     return {k: entry[k] for k in ("value", "ci", "n", "num", "den", "small_n")}
 
 
-def _read_records(run_dir: Path) -> list[dict[str, Any]]:
-    return list(read_record_dicts(run_dir / "cases.jsonl"))
+def _read_records(run_dir: Path) -> list[CaseRecord]:
+    """The records of ``run_dir``, each checked (``RunFolderError`` at a bad line)."""
+    return list(checked_records(run_dir / RECORDS_NAME))
 
 
 def perturbation_section(
-    base_dir: Path, base_summary: Mapping[str, Any], sub_dir: Path
-) -> dict[str, Any]:
+    base_dir: Path, base_summary: RunSummary, sub_dir: Path
+) -> PerturbationSection:
     """One perturbation's part of the base run's summary: what ran and was skipped, the
-    metrics of both runs, and the consistency (see ``consistency``)."""
-    info = read_perturb_file(sub_dir) or {}
-    subjects = {cid: c["subjects"] for cid, c in info.get("cases", {}).items()}
-    section: dict[str, Any] = {
-        "run_dir": str(sub_dir.relative_to(base_dir)),
-        "seed": info.get("seed"),
-        "skipped": len(info.get("skipped", [])),
-        "skipped_cases": info.get("skipped", []),
-    }
-    summary_path = sub_dir / "summary.json"
-    pert = json.loads(summary_path.read_text(encoding="utf-8")) if summary_path.is_file() else {}
-    section["metrics"] = {
-        m: {
-            "base": e["value"],
-            "perturbed": pert.get("metrics", {}).get(m, {}).get("value"),
-            "perturbed_ci": pert.get("metrics", {}).get(m, {}).get("ci"),
+    metrics of both runs, and the consistency (see ``consistency``). ``RunFolderError``
+    (one line) for a perturbed folder whose files cannot be read."""
+    info = read_perturb_file(sub_dir) or PerturbFile()
+    subjects = {cid: c.subjects for cid, c in info.cases.items()}
+    pert = read_summary(sub_dir) or RunSummary()
+    metrics: dict[str, Any] = {}
+    for m, e in base_summary.metrics.items():
+        p = pert.metrics.get(m)
+        metrics[m] = {
+            "base": e.value,
+            "perturbed": p.value if p else None,
+            "perturbed_ci": p.ci if p else None,
         }
-        for m, e in base_summary.get("metrics", {}).items()
-    }
-    section.update(consistency(_read_records(base_dir), _read_records(sub_dir), subjects))
-    return section
+    result = consistency(_read_records(base_dir), _read_records(sub_dir), subjects)
+    return PerturbationSection.model_validate(
+        {
+            "run_dir": str(sub_dir.relative_to(base_dir)),
+            "seed": info.seed,
+            "skipped": len(info.skipped),
+            "skipped_cases": info.skipped,
+            "metrics": metrics,
+            **result.to_data(),
+        }
+    )

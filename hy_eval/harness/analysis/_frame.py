@@ -37,9 +37,7 @@ def cases_frame(run_dir: str | Path) -> Any:
             "status": rec.status,
             "error": rec.error,
             "passed": rec.passed,
-            "failing_checks": sorted(
-                {str(c["check"]) for c in rec.score.get("checks", []) if not c.get("ok")}
-            ),
+            "failing_checks": rec.score.failing(),
             "tokens_in": rec.tokens.get("input", 0),
             "tokens_out": rec.tokens.get("output", 0),
             "cost_usd": rec.cost_usd,

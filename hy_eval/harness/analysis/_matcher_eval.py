@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from hy_eval.harness.analysis._aggregate import fmt_ratio
 from hy_eval.harness.analysis._stats import wilson_interval
 from hy_eval.harness.datasets import contains_all, keyword_problem
+from hy_eval.harness.runlog import MetricEntry
 from hy_eval.harness.scoring import decide, match_fuzzy
 
 if TYPE_CHECKING:
@@ -223,7 +224,7 @@ def decide_all(
 def _cell(rate: dict[str, Any]) -> str:
     if rate["value"] is None:
         return "n/a"
-    return f"{fmt_ratio(rate)} {rate['num']}/{rate['den']}"
+    return f"{fmt_ratio(MetricEntry.model_validate(rate))} {rate['num']}/{rate['den']}"
 
 
 def evaluation_text(result: dict[str, Any]) -> str:

@@ -18,8 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from hy_eval.harness.analysis._stats import Z_80, Z_975, minimum_detectable_effect
 from hy_eval.harness.datasets import Case, Retrieval, Suite, canonical, members, retrieval
+from hy_eval.harness.runlog import SUMMARY_NAME, Baseline, RunSummary
 from hy_eval.memory._names import core_name
 
 #: Character n-grams of the near-duplicate test and the Jaccard similarity from which two
@@ -301,21 +304,27 @@ class SuiteStats:
 def run_rates(path: Path) -> dict[str, float]:
     """The metric values of a run (its folder or its ``summary.json``) or of a baseline
     file, as the rates the MDE assumes. ``ValueError`` when there are none."""
-    file = path / "summary.json" if path.is_dir() else path
+    file = path / SUMMARY_NAME if path.is_dir() else path
     try:
         data = json.loads(file.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise ValueError(f"--rates {path}: cannot read ({type(exc).__name__})") from None
-    metrics = data.get("metrics") if isinstance(data, dict) else None
-    out: dict[str, float] = {}
-    for name, value in (metrics or {}).items():
-        if isinstance(value, dict):  # a summary: {"value": ..., "ci": ...}
-            value = value.get("value")
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            out[name] = float(value)
+    out = {name: float(v) for name, v in _metric_values(data).items() if v is not None}
     if not out:
         raise ValueError(f"--rates {path}: no metric values (a run folder, summary or baseline)")
     return out
+
+
+def _metric_values(data: Any) -> dict[str, float | None]:
+    """Metric -> value of a summary's data (values with their CIs) or a baseline's."""
+    try:
+        return {m: e.value for m, e in RunSummary.model_validate(data).metrics.items()}
+    except ValidationError:
+        pass
+    try:
+        return dict(Baseline.model_validate(data).metrics)
+    except ValidationError:
+        return {}
 
 
 def suite_stats(

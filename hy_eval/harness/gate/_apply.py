@@ -7,14 +7,13 @@ hand back the text and whether the gates hold.
 
 from __future__ import annotations
 
-import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from hy_eval.harness.gate._gate import Gates, evaluate, gate_text
-
-GATES_FILE = "gates.json"
+from hy_eval.harness.runlog import GatesFile, RunSummary, write_gates_file
 
 
 @dataclass(frozen=True)
@@ -30,24 +29,21 @@ class GateVerdict:
 
 
 def apply_gates(
-    gates: Gates, summary: dict[str, Any], run_dir: Path, baseline: str | Path | None
+    gates: Gates,
+    summary: RunSummary | Mapping[str, Any],
+    run_dir: Path,
+    baseline: str | Path | None,
 ) -> GateVerdict:
-    """Check the run in ``run_dir`` (whose summary is ``summary``) against ``gates`` and,
-    where a gate needs one, the baseline (``baseline``, else the gates file's, else
-    ``reports/baselines/<suite>.json``). Raises ``GateConfigError`` or ``CompareError``
-    for a baseline that is missing or cannot be compared."""
-    result = evaluate(gates, summary, run_dir, baseline)
-    path = run_dir / GATES_FILE
-    path.write_text(
-        json.dumps(
-            {
-                "failures": result.failures,
-                "untested": result.untested,
-                "warnings": result.warnings,
-                "comparison": result.comparison,
-            },
-            ensure_ascii=False,
-            indent=1,
-        )
+    """Check the run in ``run_dir`` (whose summary is ``summary``, or its JSON data)
+    against ``gates`` and, where a gate needs one, the baseline (``baseline``, else the
+    gates file's, else ``reports/baselines/<suite>.json``). Raises ``GateConfigError`` or
+    ``CompareError`` for a baseline that is missing or cannot be compared."""
+    result = evaluate(gates, RunSummary.of(summary), run_dir, baseline)
+    verdict = GatesFile(
+        failures=result.failures,
+        untested=result.untested,
+        warnings=result.warnings,
+        comparison=result.comparison,
     )
+    path = write_gates_file(run_dir, verdict)
     return GateVerdict(result.ok, gate_text(result), path)

@@ -25,7 +25,6 @@ across the gated metrics at the file's ``alpha`` (E5; docs/ci.md):
 from __future__ import annotations
 
 import datetime as dt
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,7 +42,17 @@ from hy_eval.harness.analysis import (
     run_outcomes,
     z_quantile,
 )
-from hy_eval.harness.runlog import read_run
+from hy_eval.harness.runlog import (
+    Baseline,
+    Comparison,
+    MetricEntry,
+    RunFolderError,
+    RunSummary,
+    WorseTest,
+    read_baseline,
+    read_run,
+    write_baseline,
+)
 from hy_eval.harness.scoring import ACCURACY_METRICS, METRICS
 
 BASELINES_DIR = Path("reports/baselines")
@@ -74,7 +83,7 @@ class GateResult:
     untested: list[str] = field(default_factory=list)
     #: Warnings of a gate whose run was worse than allowed but not significantly so.
     unproven: int = 0
-    comparison: dict[str, Any] | None = None
+    comparison: Comparison | None = None
 
     @property
     def ok(self) -> bool:
@@ -143,31 +152,26 @@ def _consistency_gates(path: str | Path, table: Any) -> dict[str, dict[str, floa
     return out
 
 
-def _changed_count(section: dict[str, Any]) -> Any:
-    """The cases with a check verdict changed under a perturbation; summaries written
-    before the count was named ``changed_count`` call it ``flipped_count``."""
-    return section.get("changed_count", section.get("flipped_count"))
-
-
-def consistency_checks(gates: Gates, summary: dict[str, Any], result: GateResult) -> None:
+def consistency_checks(gates: Gates, summary: RunSummary, result: GateResult) -> None:
     """Each consistency floor against the run's ``perturbations`` section: the observed
     value, as ``min`` on a metric. A gated perturbation the run did not do fails."""
-    done = summary.get("perturbations") or {}
     for name, spec in gates.consistency.items():
-        entry = (done.get(name) or {}).get("consistency") or {}
-        value = entry.get("value")
-        if name not in done:
+        section = summary.perturbations.get(name)
+        if section is None:
             result.failures.append(
                 f"consistency.{name}: the run has no {name} perturbation "
                 f"(run with --perturb {name})"
             )
-        elif value is None:
+            continue
+        entry = section.consistency
+        if entry.value is None:
             result.untested.append(f"consistency.{name}: no case paired")
-        elif value < spec["min"]:
-            lo, hi = entry["ci"]
+        elif entry.value < spec["min"]:
+            lo, hi = entry.ci
             result.failures.append(
-                f"consistency.{name} = {value:.3f} [{_fmt(lo)}, {_fmt(hi)}] is below the floor "
-                f"{spec['min']:.3f} ({_changed_count(done[name])} cases with a check changed)"
+                f"consistency.{name} = {entry.value:.3f} [{_fmt(lo)}, {_fmt(hi)}] is below the "
+                f"floor {spec['min']:.3f} ({section.changed_cases_count} cases with a check "
+                "changed)"
             )
 
 
@@ -187,23 +191,22 @@ def default_baseline_path(suite: Any) -> Path:
     return BASELINES_DIR / f"{suite}.json"
 
 
-def replacement_problem(path: Path, new: dict[str, Any]) -> str | None:
+def replacement_problem(path: Path, new: Baseline) -> str | None:
     """Why the baseline ``new`` should not silently replace the one at ``path``: it covers
     fewer cases, or another suite or matcher (a 12-case run blessed over the committed
     457-case baseline would gate every later run on 12 cases). ``None`` when there is no
     readable baseline there or nothing is lost."""
     try:
-        old = json.loads(path.read_text(encoding="utf-8"))
-        before = len(old["cases"])
-    except (OSError, ValueError, KeyError, TypeError):
+        old = read_baseline(path)
+    except (OSError, RunFolderError):
         return None
-    after = len(new["cases"])
+    before, after = len(old.cases), len(new.cases)
     reasons = []
     if after < before:
         reasons.append(f"{after} cases where it has {before}")
-    for key in ("suite", "matcher"):
-        if old.get(key) != new[key]:
-            reasons.append(f"{key} {new[key]} where it has {old.get(key)}")
+    for key, was, now in (("suite", old.suite, new.suite), ("matcher", old.matcher, new.matcher)):
+        if was != now:
+            reasons.append(f"{key} {now} where it has {was}")
     if not reasons:
         return None
     return (
@@ -217,58 +220,64 @@ def bless(run_dir: str | Path, out: str | Path | None = None, *, force: bool = F
     Refuses (``GateConfigError``) to replace a baseline over more cases, or of another
     suite or matcher, unless ``force``."""
     run = run_outcomes(run_dir)
-    summary = read_run(run_dir).read_json("summary.json")
+    log = read_run(run_dir)
+    try:
+        summary = log.summary()
+    except RunFolderError as exc:
+        raise GateConfigError(str(exc)) from None
     if summary is None:
         raise GateConfigError(f"{run_dir}: no summary.json (the run did not finish)")
-    m = run.meta
-    data = {
-        "suite": m["suite"],
-        "dataset_hash": m["dataset_hash"],
-        "prompt_hashes": m["prompt_hashes"],
-        "provider": m["provider"],
-        "model": m["model"],
-        "variant": m["params"]["variant"],
-        "guard": m["params"]["guard"],
-        "matcher": m["params"].get("matcher") or "keyword",
-        "blessed_from": str(run_dir),
-        "blessed_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "git": m.get("git"),
-        "metrics": {k: v["value"] for k, v in summary["metrics"].items()},
-        "cases": {
-            cid: {
-                "passed": run.passed[cid],
-                "counts": {k: list(v) for k, v in run.counts[cid].items()},
-                "outputs": run.outputs[cid],
-            }
-            for cid in sorted(run.counts)
-        },
-    }
-    path = Path(out) if out else default_baseline_path(m["suite"])
-    problem = None if force else replacement_problem(path, data)
+    m = log.manifest
+    baseline = Baseline.model_validate(
+        {
+            "suite": m.suite,
+            "dataset_hash": m.dataset_hash,
+            "prompt_hashes": m.prompt_hashes,
+            "provider": m.provider,
+            "model": m.model,
+            "variant": m.params["variant"],
+            "guard": m.params["guard"],
+            "matcher": m.matcher,
+            "blessed_from": str(run_dir),
+            "blessed_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+            "git": m.git,
+            "metrics": {k: v.value for k, v in summary.metrics.items()},
+            "cases": {
+                cid: {
+                    "passed": run.passed[cid],
+                    "counts": run.counts[cid],
+                    "outputs": run.outputs[cid],
+                }
+                for cid in sorted(run.counts)
+            },
+        }
+    )
+    path = Path(out) if out else default_baseline_path(m.suite)
+    problem = None if force else replacement_problem(path, baseline)
     if problem:
         raise GateConfigError(problem)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, ensure_ascii=False, indent=1, sort_keys=True) + "\n")
+    write_baseline(path, baseline)
     return path
 
 
 def load_baseline(path: str | Path) -> RunOutcomes:
+    """The baseline at ``path`` as a run to compare with; ``GateConfigError`` (one line)
+    when there is none or it is not a baseline."""
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        data = read_baseline(Path(path))
     except FileNotFoundError:
         raise GateConfigError(
             f"{path}: no baseline; write one with 'hy-eval baseline bless RUN_DIR'"
         ) from None
-    counts = {
-        cid: {k: (float(v[0]), float(v[1])) for k, v in c["counts"].items()}
-        for cid, c in data["cases"].items()
-    }
+    except RunFolderError as exc:
+        raise GateConfigError(str(exc)) from None
     return RunOutcomes(
-        label=f"baseline {data['provider']}:{data['model']}/{data['variant']}",
-        dataset_hash=data["dataset_hash"],
-        counts=counts,
-        passed={cid: c["passed"] for cid, c in data["cases"].items()},
-        outputs={cid: c.get("outputs", {}) for cid, c in data["cases"].items()},
+        label=data.label,
+        dataset_hash=data.dataset_hash,
+        counts={cid: dict(c.counts) for cid, c in data.cases.items()},
+        passed={cid: c.passed for cid, c in data.cases.items()},
+        outputs={cid: c.outputs for cid, c in data.cases.items()},
         meta=data,
     )
 
@@ -278,36 +287,36 @@ def _fmt(x: float | None) -> str:
 
 
 def evaluate(
-    gates: Gates, summary: dict[str, Any], run_dir: str | Path, baseline_path: str | Path | None
+    gates: Gates, summary: RunSummary, run_dir: str | Path, baseline_path: str | Path | None
 ) -> GateResult:
     """Check a finished run against the gates and (when there is one) the baseline."""
     wants_baseline = any(("max_drop" in s or "max_rise" in s) for s in gates.metrics.values())
-    path = baseline_path or gates.baseline or default_baseline_path(summary["suite"])
+    path = baseline_path or gates.baseline or default_baseline_path(summary.suite)
     base = load_baseline(path) if wants_baseline else None
-    result = evaluate_outcomes(gates, summary["metrics"], run_outcomes(run_dir), base)
+    result = evaluate_outcomes(gates, summary.metrics, run_outcomes(run_dir), base)
     consistency_checks(gates, summary, result)
-    if base is not None and base.dataset_hash != summary["dataset_hash"]:
+    if base is not None and base.dataset_hash != summary.dataset_hash:
         assert result.comparison is not None
         result.warnings.insert(
             0,
             f"the baseline {path} was blessed on another dataset version; "
-            f"compared on the {result.comparison['cases']} shared case ids",
+            f"compared on the {result.comparison.cases} shared case ids",
         )
     return result
 
 
-def _absolute_checks(gates: Gates, metrics: dict[str, Any], result: GateResult) -> None:
+def _absolute_checks(gates: Gates, metrics: dict[str, MetricEntry], result: GateResult) -> None:
     """``min`` and ``max``: thresholds on the observed value, not tests (no error rate
     to control: they fail whenever the value is past them)."""
     for name, spec in gates.metrics.items():
         if "min" not in spec and "max" not in spec:
             continue
-        entry = metrics.get(name) or {}
-        value = entry.get("value")
-        if value is None:
+        entry = metrics.get(name)
+        value = entry.value if entry else None
+        if entry is None or value is None:
             result.untested.append(f"{name}: no value in this run")
             continue
-        lo, hi = entry.get("ci", [None, None])
+        lo, hi = entry.ci
         ci = f" [{_fmt(lo)}, {_fmt(hi)}]" if lo is not None else ""
         if "min" in spec and value < spec["min"]:
             result.failures.append(f"{name} = {value:.3f}{ci} is below the floor {spec['min']:.3f}")
@@ -326,7 +335,7 @@ def _p_text(p: float, samples: int | None, times: int = 1) -> str:
 
 def evaluate_outcomes(
     gates: Gates,
-    metrics: dict[str, Any],
+    metrics: dict[str, MetricEntry],
     run: RunOutcomes,
     base: RunOutcomes | None,
     *,
@@ -362,20 +371,27 @@ def evaluate_outcomes(
         seed=seed,
     )
     result.comparison = cmp
-    family = [m for m in limits if cmp["metrics"][m]["diff"] is not None]
+    family = [m for m in limits if cmp.metric(m).diff is not None]
     for name in limits:
         if name not in family:
             result.untested.append(f"{name}: no shared case has it in both runs")
-    adjusted = holm([cmp["metrics"][m]["worse_test"]["p"] for m in family])
+    adjusted = holm([_worse_test(cmp, m).p for m in family])
     z_mde = z_quantile(1 - alpha / max(1, len(family))) + Z_80
     for name, p_adj in zip(family, adjusted, strict=True):
         _drop_verdict(name, cmp, p_adj, len(family), alpha, z_mde, result)
     return result
 
 
+def _worse_test(cmp: Comparison, name: str) -> WorseTest:
+    """The one-sided test ``compare`` made for gated metric ``name``."""
+    test = cmp.metric(name).worse_test
+    assert test is not None, f"compare made no test for the gated metric {name}"
+    return test
+
+
 def _drop_verdict(
     name: str,
-    cmp: dict[str, Any],
+    cmp: Comparison,
     p_adj: float,
     family: int,
     alpha: float,
@@ -385,24 +401,26 @@ def _drop_verdict(
     """One baseline gate's verdict and message: both values on the shared cases, the
     difference with its CI at the level the one-sided test at ``alpha`` matches, the raw
     and Holm-adjusted p, the effect the gate can see, and the cases that got worse."""
-    d = cmp["metrics"][name]
-    test = d["worse_test"]
-    limit = test["limit"]
-    higher = d["higher_is_better"]
-    worse = (-d["diff"] if higher else d["diff"]) + 0.0  # + 0.0: no "-0.000"
+    d = cmp.metric(name)
+    test = _worse_test(cmp, name)
+    assert d.a is not None and d.b is not None and d.diff is not None  # in the family
+    limit = test.limit
+    higher = d.higher_is_better
+    worse = (-d.diff if higher else d.diff) + 0.0  # + 0.0: no "-0.000"
     word = "drop" if higher else "rise"
-    mde = None if d["se"] is None else limit + z_mde * d["se"]
-    level = round(100 * cmp["ci_level"])
+    mde = None if d.se is None else limit + z_mde * d.se
+    level = round(100 * cmp.ci_level)
+    lo, hi = d.ci
     what = (
-        f"{name} = {d['b']:.3f} vs baseline {d['a']:.3f} on the {d['n']} shared cases: "
-        f"{word} {worse:.3f}, allowed {limit:.3f}; B-A {d['diff']:+.3f} "
-        f"[{d['ci'][0]:+.3f}, {d['ci'][1]:+.3f}] ({level}% CI); one-sided {test['method']} "
-        f"p {_p_text(test['p'], test['samples'])}, Holm over {family} gated metrics "
-        f"{_p_text(p_adj, test['samples'], family)} (alpha {alpha:g})"
+        f"{name} = {d.b:.3f} vs baseline {d.a:.3f} on the {d.n} shared cases: "
+        f"{word} {worse:.3f}, allowed {limit:.3f}; B-A {d.diff:+.3f} "
+        f"[{lo:+.3f}, {hi:+.3f}] ({level}% CI); one-sided {test.method} "
+        f"p {_p_text(test.p, test.samples)}, Holm over {family} gated metrics "
+        f"{_p_text(p_adj, test.samples, family)} (alpha {alpha:g})"
     )
-    sees = "" if mde is None else _sees(word, mde, d["a"], higher, d["n"])
+    sees = "" if mde is None else _sees(word, mde, d.a, higher, d.n)
     if p_adj < alpha and worse > limit:
-        cases = d["worse_cases"]
+        cases = d.worse_cases
         listed = ", ".join(cases[:15]) + (f" ... ({len(cases)} in all)" if len(cases) > 15 else "")
         result.failures.append(f"{what}; worse on {name}: {listed or 'none'}")
     elif worse > limit:

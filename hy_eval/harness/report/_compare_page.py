@@ -16,7 +16,13 @@ from typing import Any
 
 from hy_eval.harness.report._compare_text import SHARED_NOTE, own_value_lines, verdict_lines
 from hy_eval.harness.report._pages import case_entry, render_page
-from hy_eval.harness.runlog import RECORDS_NAME, CaseRecord, read_records
+from hy_eval.harness.runlog import (
+    RECORDS_NAME,
+    CaseRecord,
+    ComparedMetric,
+    Comparison,
+    read_records,
+)
 
 #: Flipped cases shown on the page; past this many the page says how many were left out.
 FLIP_LIMIT = 1000
@@ -42,84 +48,79 @@ def fact_diff(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> dict[str, lis
     }
 
 
-def _metric_rows(metrics: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The paired differences as the template shows them, read defensively (an entry may
-    gain keys, or have no difference when no case counts)."""
+def _metric_rows(metrics: Mapping[str, ComparedMetric]) -> list[dict[str, Any]]:
+    """The paired differences as the template shows them (a metric no shared case has
+    shows n/a)."""
 
-    def num(value: Any, form: str) -> str:
-        return "n/a" if not isinstance(value, (int, float)) else format(value, form)
+    def num(value: float | None, form: str) -> str:
+        return "n/a" if value is None else format(value, form)
 
     rows = []
     for name, e in metrics.items():
-        significant = bool(e.get("significant"))
-        better = isinstance(e.get("diff"), (int, float)) and (e["diff"] > 0) == bool(
-            e.get("higher_is_better")
-        )
-        ci = e.get("ci") or [None, None]
-        lo, hi = [*ci, None, None][:2]
+        better = e.diff is not None and (e.diff > 0) == e.higher_is_better
+        lo, hi = e.ci
         rows.append(
             {
                 "name": name,
-                "a": num(e.get("a"), ".3f"),
-                "b": num(e.get("b"), ".3f"),
-                "diff": num(e.get("diff"), "+.3f"),
-                "diff_value": "" if e.get("diff") is None else f"{e['diff']:.6f}",
+                "a": num(e.a, ".3f"),
+                "b": num(e.b, ".3f"),
+                "diff": num(e.diff, "+.3f"),
+                "diff_value": "" if e.diff is None else f"{e.diff:.6f}",
                 "ci": "" if lo is None or hi is None else f"[{lo:+.3f}, {hi:+.3f}]",
-                "p": num(e.get("p_value"), ".4f"),
-                "p_value": "" if e.get("p_value") is None else f"{e['p_value']:.6f}",
+                "p": num(e.p_value, ".4f"),
+                "p_value": "" if e.p_value is None else f"{e.p_value:.6f}",
                 # Holm-adjusted p and the minimum detectable effect, where compare gives them.
-                "p_adjusted": num(e.get("p_adjusted"), ".4f"),
-                "mde": num(e.get("mde"), ".3f"),
-                "n": e.get("n", ""),
-                "significant": significant,
+                "p_adjusted": num(e.p_adjusted, ".4f"),
+                "mde": num(e.mde, ".3f"),
+                "n": e.n,
+                "significant": e.significant,
                 # Green when B is significantly better, red when significantly worse.
-                "tone": ("ok" if better else "bad") if significant else "",
-                "better": "higher" if e.get("higher_is_better") else "lower",
+                "tone": ("ok" if better else "bad") if e.significant else "",
+                "better": "higher" if e.higher_is_better else "lower",
             }
         )
     return rows
 
 
-def compare_page(result: Mapping[str, Any], run_a: str | Path, run_b: str | Path) -> str:
+def compare_page(result: Comparison, run_a: str | Path, run_b: str | Path) -> str:
     """The comparison page of ``result`` (from ``compare``) of the runs in ``run_a`` and
     ``run_b``: metrics, McNemar's test, and the flipped cases side by side."""
-    flipped = list(result.get("flipped", []))
+    flipped = result.flipped
     shown = flipped[:FLIP_LIMIT]
-    ids = {f["id"] for f in shown}
+    ids = {f.id for f in shown}
     recs_a, recs_b = _records(Path(run_a), ids), _records(Path(run_b), ids)
     systems: dict[str, int] = {}
     flips = []
     for flip in shown:
-        a = recs_a.get(flip["id"])
-        b = recs_b.get(flip["id"])
+        a = recs_a.get(flip.id)
+        b = recs_b.get(flip.id)
         entry_a = case_entry(a, systems) if a else None
         entry_b = case_entry(b, systems) if b else None
         flips.append(
             {
-                "id": flip["id"],
-                "change": flip["change"],
+                "id": flip.id,
+                "change": flip.change,
                 "a": entry_a,
                 "b": entry_b,
                 "facts": fact_diff(
                     (entry_a or {}).get("facts", []), (entry_b or {}).get("facts", [])
                 ),
-                "diff": flip.get("diff", {}),
+                "diff": flip.diff,
             }
         )
     data = {
         "kind": "compare",
-        "a": result["a"],
-        "b": result["b"],
+        "a": result.a,
+        "b": result.b,
         "flipped": flips,
         "systems": list(systems),
         "flips_total": len(flipped),
     }
-    metrics = _metric_rows(result.get("metrics", {}))
-    alpha = result.get("alpha", 0.05)
-    if result.get("adjustment") == "holm":
+    metrics = _metric_rows(result.metrics)
+    alpha = result.alpha
+    if result.adjustment == "holm":
         legend = (
-            f"* = Holm-adjusted p < {alpha:g} across the {result.get('metrics_tested', '')} "
-            "metrics tested."
+            f"* = Holm-adjusted p < {alpha:g} across the {result.metrics_tested} metrics tested."
         )
     else:
         legend = "* = the CI of the difference excludes 0."
@@ -128,14 +129,14 @@ def compare_page(result: Mapping[str, Any], run_a: str | Path, run_b: str | Path
         data,
         result=result,
         metrics=metrics,
-        ci_level=round(100 * result.get("ci_level", 0.95)),
+        ci_level=round(100 * result.ci_level),
         legend=legend,
         has_adjusted=any(row["p_adjusted"] != "n/a" for row in metrics),
         has_mde=any(row["mde"] != "n/a" for row in metrics),
         shared_note=SHARED_NOTE,
-        own_lines=own_value_lines(result) if "metrics" in result else [],
-        verdicts=verdict_lines(result) if "mcnemar" in result else [],
-        mde=result.get("mde_case_pass"),
+        own_lines=own_value_lines(result),
+        verdicts=verdict_lines(result),
+        mde=result.mde_case_pass,
         left_out=len(flipped) - len(shown),
         run_a=str(run_a),
         run_b=str(run_b),
@@ -143,7 +144,7 @@ def compare_page(result: Mapping[str, Any], run_a: str | Path, run_b: str | Path
 
 
 def write_compare_page(
-    out: str | Path, result: Mapping[str, Any], run_a: str | Path, run_b: str | Path
+    out: str | Path, result: Comparison, run_a: str | Path, run_b: str | Path
 ) -> Path:
     """Write the comparison page to ``out`` and return its path."""
     path = Path(out)

@@ -16,10 +16,8 @@ count for that metric in both runs, so they can differ from a run's own headline
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from hy_eval._terminal import neutralise
+from hy_eval.harness.runlog import Comparison
 from hy_eval.harness.scoring import matcher_text
 
 
@@ -31,30 +29,30 @@ def _cases(n: int) -> str:
     return f"{n} case" if n == 1 else f"{n} cases"
 
 
-def header_line(result: Mapping[str, Any]) -> str:
+def header_line(result: Comparison) -> str:
     """What is compared, and on which cases."""
     only = ""
-    if result.get("only_in_a") or result.get("only_in_b"):
-        only = f" ({result.get('only_in_a', 0)} only in A, {result.get('only_in_b', 0)} only in B)"
-    return f"B = {result['b']} vs A = {result['a']} on {result['cases']} shared cases{only}"
+    if result.only_in_a or result.only_in_b:
+        only = f" ({result.only_in_a} only in A, {result.only_in_b} only in B)"
+    return f"B = {result.b} vs A = {result.a} on {result.cases} shared cases{only}"
 
 
 #: What the A, B and n columns hold, said above the table on the terminal and the page.
 SHARED_NOTE = "A and B are on the n shared cases that count for the metric in both runs"
 
 
-def own_value_lines(result: Mapping[str, Any]) -> list[str]:
+def own_value_lines(result: Comparison) -> list[str]:
     """For each metric whose shared set is smaller than a run's own (so its A or B may
     differ from that run's headline in its summary.json), each run's own value and n."""
     rows = []
-    for m, e in result["metrics"].items():
-        own = e.get("own") or {}
-        a, b = own.get("a") or {}, own.get("b") or {}
-        n = e.get("n", 0)
-        if a.get("n", 0) > n or b.get("n", 0) > n:
+    for m, e in result.metrics.items():
+        if e.own is None:
+            continue
+        a, b, n = e.own.a, e.own.b, e.n
+        if a.n > n or b.n > n:
             rows.append(
-                f"  {m}: A {_num(a.get('value'), '.3f')} on {_cases(a.get('n', 0))}, "
-                f"B {_num(b.get('value'), '.3f')} on {_cases(b.get('n', 0))} (n {n} in the table)"
+                f"  {m}: A {_num(a.value, '.3f')} on {_cases(a.n)}, "
+                f"B {_num(b.value, '.3f')} on {_cases(b.n)} (n {n} in the table)"
             )
     if not rows:
         return []
@@ -65,63 +63,62 @@ def own_value_lines(result: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def verdict_lines(result: Mapping[str, Any]) -> list[str]:
+def verdict_lines(result: Comparison) -> list[str]:
     """The counts of flipped and changed cases, with McNemar's test on the flipped ones."""
-    mc = result["mcnemar"]
-    flipped = result.get("flipped_count", mc["fixed"] + mc["broken"])
+    mc = result.mcnemar
     lines = [
-        f"flipped (pass/fail verdict changed): {_cases(flipped)}, {mc['fixed']} fixed by B, "
-        f"{mc['broken']} broken by B; McNemar exact p = {_num(mc.get('p_value'), '.4f')}"
-        + (f" (Holm-adjusted {result['p_holm']:.4f})" if "p_holm" in result else "")
+        f"flipped (pass/fail verdict changed): {_cases(result.flipped_count)}, {mc.fixed} fixed "
+        f"by B, {mc.broken} broken by B; McNemar exact p = {_num(mc.p_value, '.4f')}"
+        + (f" (Holm-adjusted {result.p_holm:.4f})" if result.p_holm is not None else "")
     ]
-    changed = result.get("changed_count")
-    if changed is not None:
+    if result.changed_count is not None:
         lines.append(
             f"changed (at least one check's verdict changed, flipped ones included): "
-            f"{_cases(changed)}"
+            f"{_cases(result.changed_count)}"
         )
     return lines
 
 
-def _metric_table(result: Mapping[str, Any], level: int) -> list[str]:
+def _metric_table(result: Comparison, level: int) -> list[str]:
     lines = [
         SHARED_NOTE + ":",
         f"{'metric':<30}{'n':>5}{'A':>7}{'B':>7}{'B-A':>8}  {f'{level}% CI':<18}"
         f"{'p':>7}{'p_holm':>8}{'MDE':>7}",
     ]
-    for m, e in result["metrics"].items():
-        if e["diff"] is None:
+    for m, e in result.metrics.items():
+        if e.diff is None or e.a is None or e.b is None or e.p_value is None:
             continue
-        star = " *" if e["significant"] else ""
-        ci = f"[{e['ci'][0]:+.3f}, {e['ci'][1]:+.3f}]"
+        lo, hi = e.ci
+        star = " *" if e.significant else ""
+        ci = f"[{lo:+.3f}, {hi:+.3f}]"
+        p_holm = e.p_adjusted if e.p_adjusted is not None else e.p_value
         lines.append(
-            f"{m:<30}{e['n']:>5}{e['a']:>7.3f}{e['b']:>7.3f}{e['diff']:>+8.3f}  {ci:<18}"
-            f"{e['p_value']:>7.4f}{e.get('p_adjusted', e['p_value']):>8.4f}"
-            f"{_num(e.get('mde'), '.3f'):>7}{star}"
+            f"{m:<30}{e.n:>5}{e.a:>7.3f}{e.b:>7.3f}{e.diff:>+8.3f}  {ci:<18}"
+            f"{e.p_value:>7.4f}{p_holm:>8.4f}{_num(e.mde, '.3f'):>7}{star}"
         )
     return lines
 
 
-def comparison_text(result: Mapping[str, Any]) -> str:
+def comparison_text(result: Comparison) -> str:
     """The terminal text of a comparison: the metric table on the shared cases, each
     run's own values where they differ, the flipped and changed cases, consistency."""
-    alpha = result.get("alpha", 0.05)
-    level = round(100 * result.get("ci_level", 1 - alpha))
+    alpha = result.alpha
+    level = round(100 * result.ci_level)
     lines = [header_line(result), *_metric_table(result, level), *own_value_lines(result)]
     flipped, *changed = verdict_lines(result)
     lines.append(flipped)
-    for flip in result["flipped"][:20]:
-        lines.append(f"  {flip['change']:<6} {flip['id']}")
-    if len(result["flipped"]) > 20:
-        lines.append(f"  ... and {len(result['flipped']) - 20} more")
+    for flip in result.flipped[:20]:
+        lines.append(f"  {flip.change:<6} {flip.id}")
+    if len(result.flipped) > 20:
+        lines.append(f"  ... and {len(result.flipped) - 20} more")
     lines += changed
-    if "consistency" in result:
+    if result.consistency is not None:
         from hy_eval.harness.report._perturbed import consistency_text
 
-        lines += consistency_text(result["consistency"], result.get("perturbation"))
-    lines.append(matcher_text(result.get("matcher")))
+        lines += consistency_text(result.consistency, result.perturbation)
+    lines.append(matcher_text(result.matcher))
     lines += [
-        f"* = Holm-adjusted p (p_holm) < {alpha:g} across the {result['metrics_tested']} metrics "
+        f"* = Holm-adjusted p (p_holm) < {alpha:g} across the {result.metrics_tested} metrics "
         "compared; p is unadjusted:",
         "    a two-sided paired permutation test, exact McNemar for case_pass.",
         f"MDE: the difference this suite detects with 80% power at alpha {alpha:g}; "

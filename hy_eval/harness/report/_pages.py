@@ -17,7 +17,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from hy_eval.harness.runlog import CaseRecord
+from hy_eval.harness.runlog import CaseRecord, MetricEntry, RunManifest, RunSummary
 from hy_eval.harness.scoring import ACCURACY_METRICS, METRICS, corrected_text, quality_text
 
 #: Distinct system prompts kept once per page and referenced by index from each stage;
@@ -100,13 +100,10 @@ def render_page(template: str, data: Any, **context: Any) -> str:
     )
 
 
-def metric_row(name: str, entry: Any) -> dict[str, Any]:
-    """One metric as the templates show it, read defensively (a CI entry may gain keys,
-    or lack a CI)."""
-    entry = entry if isinstance(entry, dict) else {}
-    value = entry.get("value")
-    ci = entry.get("ci") or [None, None]
-    lo, hi = [*ci, None, None][:2]
+def metric_row(name: str, entry: MetricEntry | None) -> dict[str, Any]:
+    """One metric as the templates show it (a metric the summary lacks shows n/a)."""
+    value = entry.value if entry else None
+    lo, hi = entry.ci if entry else (None, None)
     bar = None
     if value is not None and lo is not None and hi is not None:
         bar = {
@@ -115,14 +112,14 @@ def metric_row(name: str, entry: Any) -> dict[str, Any]:
             "value": round(100 * max(0.0, min(1.0, value)), 2),
         }
     # ``small_n`` marks an interval on a handful of cases; the page says so as report.md does.
-    few = f"n={entry.get('n')}, few cases" if entry.get("small_n") and value is not None else ""
+    few = f"n={entry.n}, few cases" if entry and entry.small_n and value is not None else ""
     return {
         "name": name,
         "value": "" if value is None else f"{value:.6f}",
         "text": "n/a" if value is None else f"{value:.3f}",
         "ci": "" if lo is None or hi is None else f"[{lo:.3f}, {hi:.3f}]",
         "few": few,
-        "n": entry.get("n", ""),
+        "n": entry.n if entry else "",
         "better": "higher" if name in ACCURACY_METRICS else "lower",
         "bar": bar,
     }
@@ -133,7 +130,6 @@ def case_entry(rec: CaseRecord, systems: dict[str, int]) -> dict[str, Any]:
     conversation, prompts, raw answers, facts and verdicts for its view. A system prompt is
     shared by every case of a stage and language: it is kept once in ``systems`` (text ->
     index, up to ``MAX_SYSTEM_PROMPTS``) and named by index."""
-    checks = rec.score.get("checks", [])
     stages = {}
     for name, data in rec.stages.items():
         stage = {k: data.get(k) for k in ("template", "user", "raw", "parse_error", "cached")}
@@ -152,12 +148,12 @@ def case_entry(rec: CaseRecord, systems: dict[str, int]) -> dict[str, Any]:
         "passed": rec.passed,
         "status": rec.status,
         "error": rec.error,
-        "failing": sorted({str(c["check"]) for c in checks if not c.get("ok")}),
+        "failing": rec.score.failing(),
         "input": rec.input,
         "rendered": rec.rendered or "",
         "stages": stages,
-        "facts": rec.score.get("facts", []),
-        "checks": checks,
+        "facts": [f.to_data() for f in rec.score.facts],
+        "checks": [c.to_data() for c in rec.score.checks],
         "basic_info": rec.basic_info,
         "operations": rec.operations or None,
         "guard_events": rec.guard_events,
@@ -167,8 +163,8 @@ def case_entry(rec: CaseRecord, systems: dict[str, int]) -> dict[str, Any]:
 
 
 def report_page(
-    summary: dict[str, Any],
-    manifest: dict[str, Any],
+    summary: RunSummary,
+    manifest: RunManifest,
     plots: dict[str, bytes],
     cases: dict[str, Any],
     truncation: str = "",
@@ -177,15 +173,15 @@ def report_page(
     """``report.html``: headline metrics with CIs, sortable breakdowns, plots, and the case
     table and case view drawn by the script from ``cases`` (``{"cases": [...], "systems":
     [...], "shown": n}``)."""
-    metrics = summary.get("metrics", {})
+    metrics = summary.metrics
     breakdowns = {}
     for key in ("lang", "rule", "tag"):
         rows = []
-        for value, entry in sorted(summary.get("breakdown", {}).get(key, {}).items()):
-            cells = [metric_row(m, entry.get(m)) for m in BREAKDOWN_METRICS]
-            rows.append({"label": value, "cases": entry.get("cases", ""), "cells": cells})
+        for value, group in sorted(summary.breakdown.get(key, {}).items()):
+            cells = [metric_row(m, group.metric(m)) for m in BREAKDOWN_METRICS]
+            rows.append({"label": value, "cases": group.cases, "cells": cells})
         breakdowns[key] = rows
-    git = manifest.get("git") or {}
+    git = manifest.git
     return render_page(
         "report.html.j2",
         {"kind": "report", **cases},
@@ -195,12 +191,10 @@ def report_page(
         metrics=[metric_row(m, metrics.get(m)) for m in METRICS if m in metrics],
         breakdowns=breakdowns,
         breakdown_metrics=BREAKDOWN_METRICS,
-        confusion=summary.get("confusion", {}),
+        confusion=summary.confusion,
         plots=[(name, base64.b64encode(data).decode()) for name, data in plots.items()],
         truncation=truncation,
         partial=partial,
-        matcher_quality=quality_text(
-            str(summary.get("matcher") or "keyword"), summary.get("matcher_quality")
-        )
+        matcher_quality=quality_text(summary.matcher, summary.matcher_quality)
         + corrected_text(summary),
     )

@@ -9,94 +9,106 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from hy_eval.harness.runlog import write_json
+from hy_eval.harness.runlog import (
+    ConsistencyResult,
+    ConsistencyValue,
+    FragilityEntry,
+    PerturbationSection,
+    RunSummary,
+    write_summary,
+)
 
 
-def _pct(entry: Mapping[str, Any]) -> str:
-    if entry["value"] is None:
+def _pct(entry: ConsistencyValue) -> str:
+    if entry.value is None:
         return "n/a"
-    lo, hi = entry["ci"]
-    return f"{entry['value']:.3f} [{lo:.3f}, {hi:.3f}]"
+    lo, hi = entry.ci
+    return f"{entry.value:.3f} [{lo:.3f}, {hi:.3f}]"
 
 
-def markdown_section(name: str, s: Mapping[str, Any]) -> str:
+def markdown_section(name: str, s: PerturbationSection) -> str:
     """The report.md section of one perturbation (also compare's text, in part)."""
     lines = [
         f"\n## Perturbation `{name}`\n",
-        f"{s['cases']} cases paired ({s['skipped']} skipped as not perturbable soundly); "
-        f"consistency {_pct(s['consistency'])}: {s['checks'] - s['checks_changed']} of "
-        f"{s['checks']} (case, check) verdicts unchanged. Run folder `{s.get('run_dir', '')}`.\n",
+        f"{s.cases} cases paired ({s.skipped} skipped as not perturbable soundly); "
+        f"consistency {_pct(s.consistency)}: {s.checks - s.checks_changed} of "
+        f"{s.checks} (case, check) verdicts unchanged. Run folder `{s.run_dir}`.\n",
         "| metric | base | perturbed |",
         "|---|---|---|",
     ]
-    for m, e in s.get("metrics", {}).items():
-        if e["base"] is None and e["perturbed"] is None:
+    for m, e in s.metrics.items():
+        if e.base is None and e.perturbed is None:
             continue
-        cells = ["n/a" if v is None else f"{v:.3f}" for v in (e["base"], e["perturbed"])]
+        cells = ["n/a" if v is None else f"{v:.3f}" for v in (e.base, e.perturbed)]
         lines.append(f"| {m} | {cells[0]} | {cells[1]} |")
     lines += fragility_lines(s)
     lines += ["", "| changed case | checks changed | facts diff |", "|---|---|---|"]
-    for f in s["changed_cases"]:
-        diff = json.dumps(f["facts_diff"], ensure_ascii=False).replace("|", "\\|")
-        lines.append(f"| {f['id']} | {', '.join(f['changed'])} | {diff[:300]} |")
-    if s["changed_count"] > len(s["changed_cases"]):
-        lines.append(f"| ... and {s['changed_count'] - len(s['changed_cases'])} more | | |")
+    for f in s.changed_cases:
+        diff = json.dumps(f.facts_diff, ensure_ascii=False).replace("|", "\\|")
+        lines.append(f"| {f.id} | {', '.join(f.changed)} | {diff[:300]} |")
+    changed = s.changed_cases_count or 0
+    if changed > len(s.changed_cases):
+        lines.append(f"| ... and {changed - len(s.changed_cases)} more | | |")
     return "\n".join(lines) + "\n"
 
 
-def fragility_lines(s: Mapping[str, Any]) -> list[str]:
+def _fragility(c: ConsistencyResult) -> list[tuple[str, FragilityEntry]]:
+    """Each rule's and tag's entry, labelled ``rule A1``, ``tag toy``."""
+    tables = (("rule", c.fragility.rule), ("tag", c.fragility.tag))
+    return [(f"{kind} {label}", e) for kind, table in tables for label, e in table.items()]
+
+
+def fragility_lines(s: ConsistencyResult) -> list[str]:
     """Rules and tags by consistency, least consistent first."""
     lines = ["", "| fragility | consistency (95% CI) | cases | changed |", "|---|---|---|---|"]
-    rows = [
-        (e["value"] if e["value"] is not None else 1.0, f"{kind} {label}", e)
-        for kind in ("rule", "tag")
-        for label, e in s["fragility"][kind].items()
-    ]
+    rows = [(e.value if e.value is not None else 1.0, label, e) for label, e in _fragility(s)]
     for _, label, e in sorted(rows, key=lambda r: (r[0], r[1])):
-        lines.append(f"| {label} | {_pct(e)} | {e['n']} | {e['changed']} |")
+        lines.append(f"| {label} | {_pct(e)} | {e.n} | {e.changed} |")
     return lines
 
 
-def terminal_lines(summary: Mapping[str, Any]) -> list[str]:
+def terminal_lines(summary: RunSummary | Mapping[str, Any]) -> list[str]:
     """One line per perturbation for the terminal summary."""
+    summary = RunSummary.of(summary)
     return [
-        f"perturbation {name}: consistency {_pct(s['consistency'])} over {s['cases']} cases "
-        f"({s['changed_count']} changed, {s['skipped']} skipped)"
-        for name, s in summary.get("perturbations", {}).items()
+        f"perturbation {name}: consistency {_pct(s.consistency)} over {s.cases} cases "
+        f"({s.changed_cases_count} changed, {s.skipped} skipped)"
+        for name, s in summary.perturbations.items()
     ]
 
 
-def consistency_text(c: Mapping[str, Any], perturbation: str | None = None) -> list[str]:
+def consistency_text(c: ConsistencyResult, perturbation: str | None = None) -> list[str]:
     """compare's lines on consistency: the value, the least consistent rules and tags,
     and the changed cases with the checks that changed."""
     what = f" under perturbation {perturbation}" if perturbation else ""
     lines = [
-        f"consistency{what}: {_pct(c['consistency'])}, {c['checks'] - c['checks_changed']} of "
-        f"{c['checks']} (case, check) verdicts unchanged on {c['cases']} cases"
+        f"consistency{what}: {_pct(c.consistency)}, {c.checks - c.checks_changed} of "
+        f"{c.checks} (case, check) verdicts unchanged on {c.cases} cases"
     ]
     rows = sorted(
-        (e["value"], f"{kind} {label}", e)
-        for kind in ("rule", "tag")
-        for label, e in c["fragility"][kind].items()
-        if e["value"] is not None and e["changed"]
+        ((e.value, label, e) for label, e in _fragility(c) if e.value is not None and e.changed),
+        key=lambda r: (r[0], r[1]),
     )
     if rows:
         lines.append(
             "  most fragile: "
-            + ", ".join(f"{label} {v:.3f} ({e['changed']} changed)" for v, label, e in rows[:6])
+            + ", ".join(f"{label} {v:.3f} ({e.changed} changed)" for v, label, e in rows[:6])
         )
-    for f in c["changed_cases"][:20]:
-        lines.append(f"  changed {f['id']}: {', '.join(f['changed'])}")
-    if c["changed_count"] > 20:
-        lines.append(f"  ... and {c['changed_count'] - 20} more")
+    for f in c.changed_cases[:20]:
+        lines.append(f"  changed {f.id}: {', '.join(f.changed)}")
+    changed = c.changed_cases_count or 0
+    if changed > 20:
+        lines.append(f"  ... and {changed - 20} more")
     return lines
 
 
-def add_perturbations(run_dir: Path, summary: dict[str, Any], sections: dict[str, Any]) -> None:
+def add_perturbations(
+    run_dir: Path, summary: RunSummary, sections: dict[str, PerturbationSection]
+) -> None:
     """Write the perturbations' sections into the base run's summary.json and append one
     section per perturbation to its report.md."""
-    summary["perturbations"] = sections
-    write_json(run_dir / "summary.json", summary)
+    summary.perturbations = sections
+    write_summary(run_dir, summary)
     report = run_dir / "report.md"
     if report.is_file():
         text = report.read_text(encoding="utf-8")

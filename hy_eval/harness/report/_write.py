@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,16 @@ from hy_eval.harness.analysis import (
 )
 from hy_eval.harness.report._pages import case_entry, report_page
 from hy_eval.harness.report._plots import draw
-from hy_eval.harness.runlog import RECORDS_NAME, CaseRecord, read_records, write_json
+from hy_eval.harness.runlog import (
+    RECORDS_NAME,
+    CallCounts,
+    CaseRecord,
+    PartialRun,
+    RunManifest,
+    RunSummary,
+    read_records,
+    write_summary,
+)
 from hy_eval.harness.scoring import (
     METRICS,
     SUBJECT_KINDS,
@@ -35,7 +45,6 @@ from hy_eval.harness.scoring import (
     corrected_text,
     matcher_info,
     quality_text,
-    unusable_in,
 )
 
 DRILLDOWN_LIMIT = 1000
@@ -72,11 +81,11 @@ class _Scan:
         self.tokens_out += rec.tokens.get("output", 0)
         if rec.status == "ok":
             self.costs.append(rec.cost_usd)
-        self.confusion.update((str(g), str(p)) for g, p in rec.score.get("confusion", []))
+        self.confusion.update(rec.score.confusion)
         undecided = int(rec.guard_undecided)
         self.guard_counts["undecided"] += undecided
         self.guard_counts["cross_subject"] += len(rec.guard_events) - undecided
-        self.judge_unusable += unusable_in(rec.score)
+        self.judge_unusable += rec.score.judge_unusable()
         if rec.truncated:
             self.truncated.update(rec.truncated)
             self.truncated["cases"] += 1
@@ -112,13 +121,14 @@ def _confusion(counts: Counter[tuple[str, str]]) -> dict[str, dict[str, int]]:
 
 def _results(
     records: Path, wanted: set[str] | None, pass_k: int | None
-) -> tuple[dict[str, Any], dict[str, bytes], dict[str, Any]]:
-    """What the records alone decide: the summary's results, the plots and the page's case
-    data."""
+) -> tuple[RunSummary, dict[str, bytes], dict[str, Any], int]:
+    """What the records alone decide: the summary's results, the plots, the page's case
+    data and the judge answers that could not be used."""
     scan = _Scan(records, wanted)
     df = case_table(scan.rows, pass_k)
     if df.empty:
-        return {"cases": 0, "metrics": {m: ratio_with_ci([], []) for m in METRICS}}, {}, {}
+        empty = {m: ratio_with_ci([], []) for m in METRICS}
+        return RunSummary.model_validate({"cases": 0, "metrics": empty}), {}, {}, 0
     metrics = metrics_of(df)
     confusion = _confusion(scan.confusion)
     breakdown = {key: breakdown_by(df, key) for key in ("lang", "rule", "tag")}
@@ -141,58 +151,51 @@ def _results(
         "cost_usd": None if any(c is None for c in costs) else round(sum(c or 0 for c in costs), 6),
         "failed_cases": sorted(df.loc[~df["passed"], "id"].tolist()),
         "truncated": dict(sorted(scan.truncated.items())),
-        "judge_unusable": scan.judge_unusable,
     }
     repeats = repeat_summary(df, scan.rows, pass_k)
     if repeats is not None:
         core["repeats"] = repeats
-    return core, plots, scan.drilldown()
+    return RunSummary.model_validate(core), plots, scan.drilldown(), scan.judge_unusable
 
 
 def write_reports(
     run_dir: Path,
-    manifest: dict[str, Any],
-    call_stats: dict[str, Any],
+    manifest: RunManifest,
+    calls: CallCounts,
     wall_s: float,
     wanted: set[str] | None = None,
     *,
     pass_k: int | None = None,
-    partial: dict[str, Any] | None = None,
-) -> dict[str, Any]:
+    partial: PartialRun | None = None,
+) -> RunSummary:
     """Write ``summary.json``, the plots, ``report.md`` and ``report.html``; return the
-    summary. ``wanted`` limits the report to those case ids (the run's selection).
-    ``partial`` (``cases_done``, ``cases_planned``) marks the report of a run that did not
-    finish (``hy-eval report``)."""
-    core, plots, drilldown = _results(run_dir / RECORDS_NAME, wanted, pass_k)
-    if not core["cases"]:
-        summary: dict[str, Any] = dict(core)
-        write_json(run_dir / "summary.json", summary)
-        return summary
-    summary = {
-        "suite": manifest["suite"],
-        "provider": manifest["provider"],
-        "model": manifest["model"],
-        "variant": manifest["params"]["variant"],
-        "guard": manifest["params"]["guard"],
-        "dataset_hash": manifest["dataset_hash"],
-        **matcher_info(manifest, core["judge_unusable"]),
-        **{k: core[k] for k in ("cases", "passed", "metrics", "breakdown", "confusion")},
-        "guard_counts": core.get("guard_counts", {}),
-        "calls": call_stats,
-        "tokens": core["tokens"],
-        "cost_usd": core["cost_usd"],
-        "wall_s": round(wall_s, 3),
-        "failed_cases": core["failed_cases"],
-        "truncated": core.get("truncated", {}),
-    }
-    if "repeats" in core:
-        summary["repeats"] = core["repeats"]
-    corrected = corrected_recall(core, summary.get("matcher_quality"))
+    summary. ``calls``: the counters of the run's model calls. ``wanted`` limits the report
+    to those case ids (the run's selection). ``partial`` marks the report of a run that did
+    not finish (``hy-eval report``)."""
+    core, plots, drilldown, unusable = _results(run_dir / RECORDS_NAME, wanted, pass_k)
+    if not core.cases:
+        write_summary(run_dir, core)
+        return core
+    summary = RunSummary.model_validate(
+        {
+            "suite": manifest.suite,
+            "provider": manifest.provider,
+            "model": manifest.model,
+            "variant": manifest.params["variant"],
+            "guard": manifest.params["guard"],
+            "dataset_hash": manifest.dataset_hash,
+            **matcher_info(manifest, unusable),
+            **core.to_data(),
+            "calls": calls,
+            "wall_s": round(wall_s, 3),
+        }
+    )
+    corrected = corrected_recall(summary.breakdown.get("lang", {}), summary.matcher_quality)
     if corrected:
-        summary["fact_recall_corrected"] = corrected
+        summary.fact_recall_corrected = corrected
     if partial:
-        summary["partial"] = partial
-    write_json(run_dir / "summary.json", summary)
+        summary.partial = partial
+    write_summary(run_dir, summary)
     for name, data in plots.items():
         (run_dir / name).write_bytes(data)
     (run_dir / "report.md").write_text(markdown_report(summary, run_dir), encoding="utf-8")
@@ -221,42 +224,42 @@ def _md_code(value: Any) -> str:
     return f"`{text}`" if not re.search(r"[`\x00-\x1f\x7f-\x9f\u2028\u2029]", text) else _md(text)
 
 
-def matcher_line(summary: dict[str, Any], plain: bool = False) -> str:
+def matcher_line(summary: RunSummary, plain: bool = False) -> str:
     """Which matcher paired predicted with gold facts and how far it can be trusted, so
     every number says how it was made (docs/metrics.md, "Matchers"); Markdown, or
     ``plain`` text for the terminal."""
-    name = summary.get("matcher", "keyword")
+    name = summary.matcher
     md, code = (str, str) if plain else (_md, _md_code)
     line = f"Facts matched by the {code(name)} matcher"
-    judge = summary.get("judge")
+    judge = summary.judge
     if judge:
         line += (
-            f" (judge {md(judge['provider'])}:{md(judge['model'] or 'default')}, prompt "
-            f"variant {code(judge['variant'])}; {judge['unusable']} unusable judge "
+            f" (judge {md(judge.provider)}:{md(judge.model or 'default')}, prompt "
+            f"variant {code(judge.variant)}; {judge.unusable} unusable judge "
             "answers, counted as no match)"
         )
-    trust = quality_text(name, summary.get("matcher_quality")) + corrected_text(summary)
+    trust = quality_text(name, summary.matcher_quality) + corrected_text(summary)
     return f"{line}. How far it can be trusted: {md(trust)}."
 
 
-def markdown_report(summary: dict[str, Any], run_dir: Path) -> str:
-    m = summary["metrics"]
-    cost = "unknown" if summary["cost_usd"] is None else f"${summary['cost_usd']:.4f}"
-    g = summary.get("guard_counts") or {}
+def markdown_report(summary: RunSummary, run_dir: Path) -> str:
+    m = summary.metrics
+    cost = "unknown" if summary.cost_usd is None else f"${summary.cost_usd:.4f}"
+    g = summary.guard_counts
     guarded = (
-        f" ({g.get('cross_subject', 0)} cross-subject operations and {g.get('undecided', 0)} "
+        f" ({g.cross_subject} cross-subject operations and {g.undecided} "
         "with a subject it could not tell added instead)"
-        if summary["guard"]
+        if summary.guard
         else ""
     )
     lines = [
-        f"# {_md(summary['suite'])}: {_md(summary['provider'])}:{_md(summary['model'])}, "
-        f"variant {_md_code(summary['variant'])}",
+        f"# {_md(summary.suite)}: {_md(summary.provider)}:{_md(summary.model)}, "
+        f"variant {_md_code(summary.variant)}",
         "",
-        *([f"**{partial_text(summary)}**", ""] if summary.get("partial") else []),
-        f"{summary['cases']} cases, {summary['passed']} passed. Guard "
-        f"{'on' if summary['guard'] else 'off'}{guarded}. Wall time {summary['wall_s']:.1f} s. "
-        f"Tokens {summary['tokens']['input']:,} in / {summary['tokens']['output']:,} out. "
+        *([f"**{partial_text(summary)}**", ""] if summary.partial else []),
+        f"{summary.cases} cases, {summary.passed} passed. Guard "
+        f"{'on' if summary.guard else 'off'}{guarded}. Wall time {summary.wall_s:.1f} s. "
+        f"Tokens {summary.tokens.input:,} in / {summary.tokens.output:,} out. "
         f"Cost {cost}.",
         "",
         matcher_line(summary),
@@ -265,7 +268,7 @@ def markdown_report(summary: dict[str, Any], run_dir: Path) -> str:
         "|---|---|---|",
     ]
     for name in METRICS:
-        lines.append(f"| {name} | {fmt_ratio(m[name])} | {m[name]['n']} |")
+        lines.append(f"| {name} | {fmt_ratio(m[name])} | {m[name].n} |")
     for key, title in (("lang", "language"), ("rule", "rule"), ("tag", "tag")):
         lines += [
             "",
@@ -275,12 +278,12 @@ def markdown_report(summary: dict[str, Any], run_dir: Path) -> str:
             " | owner_accuracy | misattribution_rate |",
             "|---|---|---|---|---|---|",
         ]
-        for value, entry in sorted(summary["breakdown"][key].items()):
+        for value, group in sorted(summary.breakdown[key].items()):
             lines.append(
-                f"| {_md(value)} | {entry['cases']} | {fmt_ratio(entry['case_pass'])} | "
-                f"{fmt_ratio(entry['attribution_accuracy'])} | "
-                f"{fmt_ratio(entry['owner_accuracy'])} | "
-                f"{fmt_ratio(entry['misattribution_rate'])} |"
+                f"| {_md(value)} | {group.cases} | {fmt_ratio(group.metric('case_pass'))} | "
+                f"{fmt_ratio(group.metric('attribution_accuracy'))} | "
+                f"{fmt_ratio(group.metric('owner_accuracy'))} | "
+                f"{fmt_ratio(group.metric('misattribution_rate'))} |"
             )
     lines += [
         "",
@@ -289,9 +292,9 @@ def markdown_report(summary: dict[str, Any], run_dir: Path) -> str:
         "| gold \\ predicted | " + " | ".join(SUBJECT_KINDS) + " |",
         "|---" * (len(SUBJECT_KINDS) + 1) + "|",
     ]
-    for gold, row in summary["confusion"].items():
+    for gold, row in summary.confusion.items():
         lines.append(f"| {gold} | " + " | ".join(str(row[p]) for p in SUBJECT_KINDS) + " |")
-    failed = summary["failed_cases"]
+    failed = summary.failed_cases
     shown = ", ".join(_md(f) for f in failed[:200])
     lines += ["", f"## Failed cases ({len(failed)})", "", shown or "none"]
     if len(failed) > 200:
@@ -307,23 +310,23 @@ def markdown_report(summary: dict[str, Any], run_dir: Path) -> str:
     return "\n".join(lines)
 
 
-def partial_text(summary: dict[str, Any]) -> str | None:
+def partial_text(summary: RunSummary) -> str | None:
     """The sentence every report of a partial run shows first, or ``None``."""
-    partial = summary.get("partial")
+    partial = summary.partial
     if not partial:
         return None
-    planned = partial.get("cases_planned")
+    planned = partial.cases_planned
     of = f" of {planned} planned" if planned else ""
     return (
-        f"Partial run: {partial['cases_done']}{of} case records were finished before the run "
+        f"Partial run: {partial.cases_done}{of} case records were finished before the run "
         "stopped; every figure covers only these, and its call counts and wall time are "
         "not known."
     )
 
 
-def truncation_line(summary: dict[str, Any]) -> str:
+def truncation_line(summary: RunSummary) -> str:
     """One sentence on answers cut to the schemas' limits, or ``""`` when none was."""
-    cut = dict(summary.get("truncated") or {})
+    cut = dict(summary.truncated)
     cases = cut.pop("cases", 0)
     if not cases:
         return ""
@@ -331,35 +334,38 @@ def truncation_line(summary: dict[str, Any]) -> str:
     return f"Answers cut to the schema's limits in {cases} case(s): {kinds}."
 
 
-def terminal_summary(summary: dict[str, Any], run_dir: Path) -> str:
-    m = summary["metrics"]
+def terminal_summary(summary: RunSummary | Mapping[str, Any], run_dir: Path) -> str:
+    """The summary for the terminal: the metrics with their intervals, and what a reader
+    needs to know about how they were made."""
+    summary = RunSummary.of(summary)
+    m = summary.metrics
     width = max(len(n) for n in METRICS)
     rows = [f"{'metric':<{width}}  {'value':>7}  95% CI            n"]
     for name in METRICS:
         e = m[name]
-        if e["value"] is None:
+        if e.value is None:
             rows.append(f"{name:<{width}}  {'n/a':>7}")
             continue
-        ci = f"[{e['ci'][0]:.3f}, {e['ci'][1]:.3f}]"
-        rows.append(f"{name:<{width}}  {e['value']:>7.3f}  {ci}  {e['n']:>5}")
-    rep = summary.get("repeats")
+        ci = f"[{e.ci[0]:.3f}, {e.ci[1]:.3f}]"
+        rows.append(f"{name:<{width}}  {e.value:>7.3f}  {ci}  {e.n:>5}")
+    rep = summary.repeats
     if rep:
-        flaky = ", ".join(rep["flaky_cases"][:10]) or "none"
+        flaky = ", ".join(rep.flaky_cases[:10]) or "none"
         rows.append(
-            f"repeats: {rep['n']} per case, a case passes with {rep['k']} of {rep['n']}; "
-            f"pass rate over all runs {rep['pass_rate']:.3f}; flaky: {flaky}"
+            f"repeats: {rep.n} per case, a case passes with {rep.k} of {rep.n}; "
+            f"pass rate over all runs {rep.pass_rate:.3f}; flaky: {flaky}"
         )
     cut = truncation_line(summary)
     if cut:
         rows.append(cut)
-    if summary.get("matcher", "keyword") != "keyword":
+    if summary.matcher != "keyword":
         rows.append(matcher_line(summary, plain=True))
     rows.append(
-        f"{summary['cases']} cases, {summary['passed']} passed; report: {run_dir / 'report.html'}"
+        f"{summary.cases} cases, {summary.passed} passed; report: {run_dir / 'report.html'}"
     )
-    if summary.get("partial"):
+    if summary.partial:
         rows.append(str(partial_text(summary)))
-    reused = summary.get("calls", {}).get("records_reused")
+    reused = summary.calls.records_reused
     if reused:
         rows.append(
             f"{reused} case records taken whole from the cache, computed by an earlier run "
@@ -372,8 +378,8 @@ def terminal_summary(summary: dict[str, Any], run_dir: Path) -> str:
 
 
 def html_report(
-    summary: dict[str, Any],
-    manifest: dict[str, Any],
+    summary: RunSummary,
+    manifest: RunManifest,
     plots: dict[str, bytes],
     drilldown: dict[str, Any],
 ) -> str:

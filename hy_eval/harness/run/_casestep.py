@@ -104,7 +104,7 @@ async def run_case(
         fields.update(status="error", error=outcome.error)
     score = await _score(case, outcome, fields, matcher, judge, label)
     fields["latency_s"] = round(time.perf_counter() - started, 4)
-    fields["score"] = score.as_dict()
+    fields["score"] = score.record()
     return CaseRecord(**fields)
 
 

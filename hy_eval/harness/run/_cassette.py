@@ -35,4 +35,4 @@ def record_cassette(
     if code != ExitCode.OK or runner.llm is None or options.cache_path is None:
         raise RunError("the recording run had provider errors; nothing written", ExitCode.PROVIDER)
     answers = export_cassette(AnswerCache(options.cache_path), runner.llm.keys_used, out_path)
-    return answers, int(summary["cases"])
+    return answers, summary.cases

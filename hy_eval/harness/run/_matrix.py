@@ -9,7 +9,6 @@ tests, McNemar's p Holm-corrected across the comparisons) and writes ``matrix.md
 from __future__ import annotations
 
 import datetime as dt
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +18,7 @@ from hy_eval.harness.datasets import Suite
 from hy_eval.harness.run._config import RunConfig
 from hy_eval.harness.run._plan import REPORTS_DIR, RunError
 from hy_eval.harness.run._runner import Runner
+from hy_eval.harness.runlog import Comparison, MatrixFile, RunSummary, write_matrix_file
 from hy_eval.llm import ModelSpec
 
 
@@ -30,9 +30,17 @@ def run_suite(
     suite: Suite | None = None,
 ) -> tuple[Path, dict[str, Any], int]:
     """One run and, with ``perturbations``, a run per perturbation under
-    ``RUN/perturb/<name>/``. ``suite``: ``config.suite`` already loaded (it is
-    then not loaded again). Returns the run folder, its summary and the exit code; raises
+    ``RUN/perturb/<name>/``. ``suite``: ``config.suite`` already loaded (it is then not
+    loaded again). Returns the run folder, its summary as ``summary.json`` holds it
+    (``RunSummary.to_data()``; ``RunSummary.of`` reads it back) and the exit code; raises
     ``RunError``."""
+    run_dir, summary, code = _run_suite(config, perturbations, seed, suite)
+    return run_dir, summary.to_data(), code
+
+
+def _run_suite(
+    config: RunConfig, perturbations: Sequence[str], seed: int, suite: Suite | None
+) -> tuple[Path, RunSummary, int]:
     if not perturbations:
         return Runner(config, suite).run()
     from hy_eval.harness.run._perturbed import run_with_perturbations
@@ -47,6 +55,7 @@ class MatrixEntry:
     #: ``<provider>[_<model>]--<variant>``, also its sub-folder's name.
     name: str
     run_dir: Path
+    #: The run's summary as ``summary.json`` holds it (``RunSummary.of`` reads it).
     summary: dict[str, Any]
     #: The run's exit code (0, or 3 for provider errors above the tolerance).
     code: int
@@ -59,7 +68,7 @@ class MatrixResult:
     root: Path
     entries: list[MatrixEntry]
     #: Each combination after the first compared with the first (``compare`` results).
-    comparisons: list[dict[str, Any]] = field(default_factory=list)
+    comparisons: list[Comparison] = field(default_factory=list)
     #: The metric table and the comparisons, as written at the top of ``matrix.md``.
     text: str = ""
 
@@ -113,10 +122,10 @@ def run_matrix(
                 }
             )
             try:
-                run_dir, summary, code = run_suite(config, perturbations, seed)
+                run_dir, summary, code = _run_suite(config, perturbations, seed, None)
             except RunError as exc:
                 raise RunError(f"{name}: {exc}", exc.exit_code) from None
-            entry = MatrixEntry(name, run_dir, summary, code)
+            entry = MatrixEntry(name, run_dir, summary.to_data(), code)
             result.entries.append(entry)
             if on_run is not None:
                 on_run(entry)
@@ -131,9 +140,9 @@ def _compare_all(result: MatrixResult) -> None:
     base = run_outcomes(result.entries[0].run_dir)
     comparisons = [compare(base, run_outcomes(e.run_dir)) for e in result.entries[1:]]
     if len(comparisons) > 1:
-        p_values = [c["mcnemar"]["p_value"] for c in comparisons]
+        p_values = [c.mcnemar.p_value for c in comparisons]
         for c, p in zip(comparisons, holm(p_values), strict=True):
-            c["p_holm"] = p
+            c.p_holm = p
     result.comparisons = comparisons
 
 
@@ -145,18 +154,19 @@ def metric_table(entries: Sequence[MatrixEntry]) -> list[str]:
         "| metric | " + " | ".join(e.name for e in entries) + " |",
         "|---" * (len(entries) + 1) + "|",
     ]
+    summaries = [RunSummary.of(e.summary) for e in entries]
     for metric in METRICS:
-        values = [e.summary["metrics"][metric]["value"] for e in entries]
+        values = [s.metrics[metric].value for s in summaries]
         cells = ["n/a" if v is None else f"{v:.3f}" for v in values]
         lines.append(f"| {metric} | " + " | ".join(cells) + " |")
-    tokens = [f"{_tokens_per_case(e.summary):.0f}" for e in entries]
+    tokens = [f"{_tokens_per_case(s):.0f}" for s in summaries]
     lines.append("| tokens per case | " + " | ".join(tokens) + " |")
     return lines
 
 
-def _tokens_per_case(summary: dict[str, Any]) -> float:
-    tokens = summary["tokens"]["input"] + summary["tokens"]["output"]
-    return float(tokens / max(1, summary["cases"]))
+def _tokens_per_case(summary: RunSummary) -> float:
+    tokens = summary.tokens.input + summary.tokens.output
+    return float(tokens / max(1, summary.cases))
 
 
 def flipped_sections(result: MatrixResult) -> list[str]:
@@ -170,10 +180,10 @@ def flipped_sections(result: MatrixResult) -> list[str]:
             f"[compare-{entry.name}.html](compare-{entry.name}.html)\n"
         )
         lines.append("| case | change | drill-down | what changed |\n|---|---|---|---|")
-        for f in comparison["flipped"]:
-            links = f"[A]({first}/report.html#{f['id']}) / [B]({entry.name}/report.html#{f['id']})"
-            changed = ", ".join(sorted(f["diff"])) or "-"
-            lines.append(f"| {f['id']} | {f['change']} | {links} | {changed} |")
+        for f in comparison.flipped:
+            links = f"[A]({first}/report.html#{f.id}) / [B]({entry.name}/report.html#{f.id})"
+            changed = ", ".join(sorted(f.diff)) or "-"
+            lines.append(f"| {f.id} | {f.change} | {links} | {changed} |")
     return lines
 
 
@@ -191,14 +201,5 @@ def _write_matrix(result: MatrixResult) -> None:
     first = result.entries[0].run_dir
     for entry, comparison in zip(result.entries[1:], result.comparisons, strict=True):
         write_compare_page(root / f"compare-{entry.name}.html", comparison, first, entry.run_dir)
-    (root / "matrix.json").write_text(
-        json.dumps(
-            {
-                "combinations": [e.name for e in result.entries],
-                "comparisons": result.comparisons,
-            },
-            ensure_ascii=False,
-            indent=1,
-        ),
-        encoding="utf-8",
-    )
+    combinations = [e.name for e in result.entries]
+    write_matrix_file(root, MatrixFile(combinations=combinations, comparisons=result.comparisons))

@@ -13,22 +13,29 @@ RUN/perturb/<name>`` shows the same consistency; docs/metrics.md defines it.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from hy_eval.harness.analysis import perturbation_section
 from hy_eval.harness.datasets import load_suite, perturb_suite, select_cases
 from hy_eval.harness.report import add_perturbations
 from hy_eval.harness.run._config import RunConfig
 from hy_eval.harness.run._plan import RunError
-from hy_eval.harness.runlog import PERTURB_FILE, write_json
+from hy_eval.harness.runlog import (
+    PerturbationSection,
+    PerturbFile,
+    RunFolderError,
+    RunSummary,
+    write_perturb_file,
+)
 
 
 def run_with_perturbations(
     config: RunConfig, names: list[str], seed: int = 0
-) -> tuple[Path, dict[str, Any], int]:
+) -> tuple[Path, RunSummary, int]:
     """The base run, then one run per perturbation under ``RUN/perturb/<name>/``; the
     base's summary.json and report.md get the perturbations' sections. Each perturbed
-    folder is resumed when it holds records already."""
+    folder is resumed when it holds records already. A perturbed folder whose files
+    cannot be read (edited by hand between a run and its resume) is a ``RunError`` naming
+    the file, as every unreadable run folder is one line (E2)."""
     from hy_eval.harness.run._runner import Runner
 
     runner = Runner(config)
@@ -36,22 +43,14 @@ def run_with_perturbations(
     config = runner.config  # a resume's: the suite and selection the manifest names
     suite = load_suite(config.suite)
     refs = select_cases(suite.refs, config.filter, config.sample, config.limit)
-    sections: dict[str, Any] = {}
+    sections: dict[str, PerturbationSection] = {}
     for name in names:
         sub_dir = run_dir / "perturb" / name
         ps = perturb_suite(suite, refs, name, seed)
         sub_dir.mkdir(parents=True, exist_ok=True)
-        write_json(
-            sub_dir / PERTURB_FILE,
-            {
-                "perturbation": name,
-                "seed": seed,
-                "skipped": [list(s) for s in ps.skipped],
-                "cases": {
-                    cid: {"subjects": p.subjects, "note": p.note} for cid, p in ps.results.items()
-                },
-            },
-        )
+        cases = {cid: {"subjects": p.subjects, "note": p.note} for cid, p in ps.results.items()}
+        info = {"perturbation": name, "seed": seed, "skipped": ps.skipped, "cases": cases}
+        write_perturb_file(sub_dir, PerturbFile.model_validate(info))
         if ps.refs:
             resume = (sub_dir / "cases.jsonl").exists()
             sub = config.model_copy(
@@ -67,6 +66,9 @@ def run_with_perturbations(
             except RunError as exc:
                 raise RunError(str(exc), exc.exit_code, perturbation=name) from None
             code = max(code, sub_code)
-        sections[name] = perturbation_section(run_dir, summary, sub_dir)
+        try:
+            sections[name] = perturbation_section(run_dir, summary, sub_dir)
+        except RunFolderError as exc:
+            raise RunError(str(exc), perturbation=name) from None
     add_perturbations(run_dir, summary, sections)
     return run_dir, summary, code

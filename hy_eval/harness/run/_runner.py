@@ -11,7 +11,6 @@ import asyncio
 import datetime as dt
 import time
 from pathlib import Path
-from typing import Any
 
 from hy_eval._exitcodes import ExitCode, InterruptedRun
 from hy_eval._redact import redact_tree
@@ -28,8 +27,10 @@ from hy_eval.harness.run._progress import Progress, structured_note
 from hy_eval.harness.run._reuse import RecordCache, case_record_key, record_identity
 from hy_eval.harness.runlog import (
     RECORDS_NAME,
+    CallCounts,
     RecordWriter,
     RunManifest,
+    RunSummary,
     git_state,
     package_versions,
     record_key,
@@ -160,7 +161,7 @@ class Runner:
 
     # -- running ---------------------------------------------------------------------
 
-    def run(self) -> tuple[Path, dict[str, Any], ExitCode]:
+    def run(self) -> tuple[Path, RunSummary, ExitCode]:
         """Run (or resume) and report. Returns the run folder, the summary and the exit
         code (0 ok, 3 provider errors above the tolerance, 4 a replay-only cache miss)."""
         self._folder_lock = None
@@ -170,7 +171,7 @@ class Runner:
             if self._folder_lock is not None:
                 self._folder_lock.release()
 
-    def _run(self) -> tuple[Path, dict[str, Any], ExitCode]:
+    def _run(self) -> tuple[Path, RunSummary, ExitCode]:
         plan = plan_run(self.config, self._suite)
         cfg = self.config = plan.config  # a resume's: the manifest's settings taken
         llm = self._client(plan)
@@ -204,7 +205,7 @@ class Runner:
         summary = self._execute(plan, todo, llm, prices, manifest, len(done))
         manifest.finished = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
         write_manifest(plan.run_dir, manifest)
-        error_rate = summary["metrics"]["error_rate"]["value"] or 0.0
+        error_rate = summary.metrics["error_rate"].value or 0.0
         code = ExitCode.PROVIDER if error_rate > cfg.max_error_rate else ExitCode.OK
         return plan.run_dir, summary, code
 
@@ -230,13 +231,13 @@ class Runner:
         prices: PriceTable,
         manifest: RunManifest,
         done: int,
-    ) -> dict[str, Any]:
+    ) -> RunSummary:
         """Run the cases still to do, then write the reports; return the summary. A
         replay-only cache miss, a bad dataset line or a stopped model is a ``RunError``
         naming what was kept and how to resume."""
         cfg = self.config
         records = plan.run_dir / RECORDS_NAME
-        saved = manifest.model_dump(mode="json")
+        saved = manifest.model_copy(deep=True)  # as it stands before the run ends
         resume = resume_command(plan.run_dir, manifest)
         started = time.perf_counter()
         miss: CacheMiss | None = None
@@ -268,7 +269,12 @@ class Runner:
                 stats["batch"] = self.batch_totals
             wall = time.perf_counter() - started
             summary = write_reports(
-                plan.run_dir, saved, stats, wall, {c.id for c in plan.cases}, pass_k=cfg.pass_k
+                plan.run_dir,
+                saved,
+                CallCounts.model_validate(stats),
+                wall,
+                {c.id for c in plan.cases},
+                pass_k=cfg.pass_k,
             )
         except KeyboardInterrupt as exc:
             # Said once: a Ctrl-C caught by the run's handler has printed "interrupted".

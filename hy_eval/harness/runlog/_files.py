@@ -9,7 +9,9 @@ The runner writes through :class:`RecordWriter` and :func:`write_manifest`; repo
 compare, gate, bless, the pages and the DataFrame read through :func:`read_run` (or
 :func:`read_records` for the records alone). Both models allow fields they do not name,
 so a folder written by a newer version still reads; ``schema_version`` in the manifest
-says which form the folder's files have.
+says which form the folder's files have. A record's ``score`` is a
+:class:`~hy_eval.harness.runlog._score.ScoreRecord`; the folder's other files have their
+models beside this module (``_summary``, ``_perturbation``, ``_comparison``).
 """
 
 from __future__ import annotations
@@ -26,10 +28,9 @@ from typing import Any, TextIO
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from hy_eval._redact import redact
-
-#: The form of ``manifest.json`` and ``cases.jsonl`` this code writes. A folder without
-#: the field was written before it existed and has the same form as version 1.
-SCHEMA_VERSION = 1
+from hy_eval.harness.runlog._jsonfile import SCHEMA_VERSION, RunFolderError, write_json
+from hy_eval.harness.runlog._score import ScoreRecord
+from hy_eval.harness.runlog._summary import RunSummary, read_summary
 
 MANIFEST_NAME = "manifest.json"
 RECORDS_NAME = "cases.jsonl"
@@ -49,27 +50,26 @@ PACKAGES = (
 )
 
 
-class RunFolderError(ValueError):
-    """A folder that is not a readable run folder (no manifest, or no ``cases.jsonl``)."""
-
-
 class RunManifest(BaseModel):
     """``manifest.json``: what a run ran, with what, and when."""
 
     model_config = ConfigDict(extra="allow")
 
-    schema_version: int = Field(SCHEMA_VERSION, description="Form of the folder's files.")
+    schema_version: int = Field(default=SCHEMA_VERSION, description="Form of the folder's files.")
     suite: str = Field(description="Suite name (the folder name under datasets/).")
     dataset_files: list[str] = Field(default_factory=list, description="The suite's files.")
-    dataset_hash: str = Field("", description="SHA-256 over the suite's file names and bytes.")
+    dataset_hash: str = Field(
+        default="", description="SHA-256 over the suite's file names and bytes."
+    )
     prompt_hashes: dict[str, str] = Field(
         default_factory=dict, description="SHA-256 of each prompt file the variant uses."
     )
     provider: str = Field(description="Provider name (local, openai, anthropic, ...).")
     model: str = Field(description="Model name as the provider reports it.")
-    base_url: str | None = Field(None, description="Endpoint, credentials redacted.")
+    base_url: str | None = Field(default=None, description="Endpoint, credentials redacted.")
     structured_output: dict[str, Any] | None = Field(
-        None, description="The openai provider's structured-output mode and how it was chosen."
+        default=None,
+        description="The openai provider's structured-output mode and how it was chosen.",
     )
     params: dict[str, Any] = Field(
         default_factory=dict, description="The run's settings (RunConfig.params(), no key)."
@@ -80,14 +80,20 @@ class RunManifest(BaseModel):
     packages: dict[str, str | None] = Field(
         default_factory=dict, description="Versions of Python and the libraries."
     )
-    started: str | None = Field(None, description="UTC start time, ISO 8601.")
+    started: str | None = Field(default=None, description="UTC start time, ISO 8601.")
     resumed: list[str] = Field(default_factory=list, description="UTC time of each resume.")
-    finished: str | None = Field(None, description="UTC end time; None while running.")
+    finished: str | None = Field(default=None, description="UTC end time; None while running.")
 
     @property
     def label(self) -> str:
         """``provider:model/variant``, as comparisons name a run."""
         return f"{self.provider}:{self.model}/{self.params.get('variant')}"
+
+    @property
+    def matcher(self) -> str:
+        """The matcher that paired facts; ``keyword`` for a run from before matchers were
+        selectable."""
+        return str(self.params.get("matcher") or "keyword")
 
 
 class CaseRecord(BaseModel):
@@ -100,8 +106,8 @@ class CaseRecord(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     id: str = Field(description="Case id.")
-    repeat: int = Field(0, description="Repeat index (0 without --repeats).")
-    lang: str = Field("", description="Case language (en, zh).")
+    repeat: int = Field(default=0, description="Repeat index (0 without --repeats).")
+    lang: str = Field(default="", description="Case language (en, zh).")
     rules: list[str] = Field(default_factory=list, description="Spec rule ids the case tests.")
     tags: list[str] = Field(default_factory=list, description="Case tags.")
     input: dict[str, Any] = Field(
@@ -109,15 +115,17 @@ class CaseRecord(BaseModel):
         description="messages, system, history, existing (and aliases) as in the dataset.",
     )
     expect: dict[str, Any] = Field(default_factory=dict, description="The case's gold.")
-    status: str = Field("ok", description="ok, or error (provider or internal error).")
-    error: str | None = Field(None, description="The error of an error case.")
-    rendered: str | None = Field(None, description="The conversation as the prompt shows it.")
+    status: str = Field(default="ok", description="ok, or error (provider or internal error).")
+    error: str | None = Field(default=None, description="The error of an error case.")
+    rendered: str | None = Field(
+        default=None, description="The conversation as the prompt shows it."
+    )
     stages: dict[str, dict[str, Any]] = Field(
         default_factory=dict,
         description="extract (and reconcile): template, prompt, raw answer, tokens, timing.",
     )
     facts: list[dict[str, Any]] = Field(default_factory=list, description="Extracted facts.")
-    basic_info: dict[str, Any] | None = Field(None, description="Extracted profile fields.")
+    basic_info: dict[str, Any] | None = Field(default=None, description="Extracted profile fields.")
     profile_issues: list[Any] = Field(default_factory=list, description="Profile problems.")
     operations: dict[str, list[dict[str, Any]]] = Field(
         default_factory=dict, description="Reconcile operations: raw and applied."
@@ -126,10 +134,10 @@ class CaseRecord(BaseModel):
         default_factory=list, description="Operations the guard changed (R2)."
     )
     guard_undecided: int = Field(
-        0, description="Guard events where a subject could not be told (R2)."
+        default=0, description="Guard events where a subject could not be told (R2)."
     )
-    fallback: str | None = Field(None, description="Why the R3 fallback ran, if it did.")
-    store_after: dict[str, Any] | None = Field(None, description="The user's store after.")
+    fallback: str | None = Field(default=None, description="Why the R3 fallback ran, if it did.")
+    store_after: dict[str, Any] | None = Field(default=None, description="The user's store after.")
     existing_ids: dict[str, int] = Field(
         default_factory=dict, description="Case memory id (m1) -> database id."
     )
@@ -137,17 +145,17 @@ class CaseRecord(BaseModel):
     truncated: dict[str, int] = Field(
         default_factory=dict, description="What was cut to the schemas' limits, by kind."
     )
-    round_trips: int | None = Field(None, description="Model calls the add made.")
+    round_trips: int | None = Field(default=None, description="Model calls the add made.")
     tokens: dict[str, int] = Field(
         default_factory=dict, description="input and output tokens of the case."
     )
     cost_usd: float | int | None = Field(
-        None, description="Cost by the price table; None: unknown."
+        default=None, description="Cost by the price table; None: unknown."
     )
-    latency_s: float | None = Field(None, description="Seconds the add and scoring took.")
-    score: dict[str, Any] = Field(
-        default_factory=dict,
-        description="CaseScore.as_dict(): passed, checks, counts (metric -> [num, den]), ...",
+    latency_s: float | None = Field(default=None, description="Seconds the add and scoring took.")
+    score: ScoreRecord = Field(
+        default_factory=ScoreRecord,
+        description="The case's score: counts (metric -> [num, den]), passed, facts, checks.",
     )
 
     @property
@@ -157,17 +165,19 @@ class CaseRecord(BaseModel):
 
     @property
     def passed(self) -> bool:
-        return bool(self.score.get("passed"))
+        return self.score.passed
 
     def counts(self) -> dict[str, tuple[float, float]]:
         """Metric -> (numerator, denominator) of this record."""
-        return {m: (float(n), float(d)) for m, (n, d) in self.score.get("counts", {}).items()}
+        return {m: (float(n), float(d)) for m, (n, d) in self.score.counts.items()}
 
     def to_line(self) -> str:
         """The record as one redacted JSON line: only the fields that were set, in the
         order of the model (an error record has no pipeline fields)."""
         # The field values as they are: model_dump would copy every nested container.
         data = {k: getattr(self, k) for k in type(self).model_fields if k in self.model_fields_set}
+        if "score" in data:
+            data["score"] = self.score.to_data()
         data.update(self.model_extra or {})
         return redact(json.dumps(data, ensure_ascii=False)) + "\n"
 
@@ -192,12 +202,6 @@ def read_records(path: Path) -> Iterator[CaseRecord]:
     """The complete records of a ``cases.jsonl``, in file order."""
     for line in _complete_lines(path):
         yield CaseRecord.model_validate_json(line)
-
-
-def read_record_dicts(path: Path) -> Iterator[dict[str, Any]]:
-    """The complete records of a ``cases.jsonl`` as plain JSON data, in file order."""
-    for line in _complete_lines(path):
-        yield json.loads(line)
 
 
 def repair_records(path: Path) -> set[str]:
@@ -241,13 +245,6 @@ class RecordWriter:
         self._fh.close()
 
 
-def write_json(path: Path, data: Any) -> None:
-    """Write ``data`` as redacted, indented JSON through a temporary file and a rename."""
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(redact(json.dumps(data, ensure_ascii=False, indent=2)) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
-
-
 def write_manifest(run_dir: Path, manifest: RunManifest) -> None:
     write_json(run_dir / MANIFEST_NAME, manifest.model_dump(mode="json"))
 
@@ -286,12 +283,10 @@ class RunLog:
         """The finished records, in the order they finished."""
         return read_records(self.records_path)
 
-    def read_json(self, name: str) -> Any | None:
-        """Another JSON file of the folder (``summary.json``, ``perturb.json``), or None."""
-        path = self.folder / name
-        if not path.is_file():
-            return None
-        return json.loads(path.read_text(encoding="utf-8"))
+    def summary(self) -> RunSummary | None:
+        """The folder's ``summary.json``, None when the run did not write one;
+        ``RunFolderError`` when it is not a summary."""
+        return read_summary(self.folder)
 
 
 def read_run(run_dir: str | Path) -> RunLog:
@@ -333,18 +328,3 @@ def package_versions() -> dict[str, str | None]:
         except metadata.PackageNotFoundError:
             out[name] = None
     return out
-
-
-# -- a perturbed run's perturb.json -------------------------------------------------------
-
-PERTURB_FILE = "perturb.json"
-
-
-def read_perturb_file(run_dir: Path) -> dict[str, Any] | None:
-    """``RUN/perturb/<name>/perturb.json`` (what a perturbation skipped, each case's
-    subject map), or None when the folder has none."""
-    path = run_dir / PERTURB_FILE
-    if not path.is_file():
-        return None
-    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-    return data

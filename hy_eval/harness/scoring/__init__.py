@@ -20,10 +20,8 @@ from hy_eval.harness.scoring._matching import (
     Verdict,
     VerdictMatcher,
     matcher_info,
-    matcher_of,
     matcher_text,
     static_matcher,
-    unusable_in,
 )
 from hy_eval.harness.scoring._quality import corrected_recall, corrected_text, quality_text
 from hy_eval.harness.scoring._score import (
@@ -66,7 +64,6 @@ __all__ = [
     "fact_problems",
     "match_fuzzy",
     "matcher_info",
-    "matcher_of",
     "matcher_text",
     "max_weight_assignment",
     "number_conflict",
@@ -74,5 +71,4 @@ __all__ = [
     "score_case",
     "similarity",
     "static_matcher",
-    "unusable_in",
 ]

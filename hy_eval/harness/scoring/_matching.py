@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from hy_eval.harness.datasets import GoldFact, contains_all, first_forms
+from hy_eval.harness.runlog import JudgeInfo, MatcherPair, RunManifest
 from hy_eval.harness.scoring._fuzzy import match_fuzzy, max_weight_assignment
 from hy_eval.harness.scoring._quality import quality_of, quality_text
 from hy_eval.harness.scoring._strict import AGREEMENT_THRESHOLD, decide
@@ -217,49 +218,32 @@ def static_matcher(name: str, speakers: Speakers) -> Matcher:
     raise ValueError(f"matcher {name!r} needs its verdicts (see _judge.py)")
 
 
-def unusable_in(score: Mapping[str, Any]) -> int:
-    """Judge answers that could not be used, in one case record's ``score``."""
-    total = 0
-    for check in score.get("checks", []):
-        detail = check.get("detail")
-        if check.get("check") == "fact" and isinstance(detail, dict):
-            total += len((detail.get("match") or {}).get("judge_unusable", {}))
-    return total
-
-
-def matcher_info(manifest: Mapping[str, Any], unusable: int) -> dict[str, Any]:
-    """The summary's ``matcher`` (its name), ``matcher_quality`` (its precision and recall
-    on the benchmark's test part, when measured) and, for ``judge``, ``judge``: the
-    judge's model and prompt variant and the unusable answers. A run from before matchers
-    were selectable used ``keyword``."""
-    params = manifest.get("params") or {}
-    name = params.get("matcher") or "keyword"  # a run from before the matcher was named
+def matcher_info(manifest: RunManifest, unusable: int) -> dict[str, Any]:
+    """The summary's fields on the matcher, by name: ``matcher`` (its name),
+    ``matcher_quality`` (its precision and recall on the benchmark's test part, when
+    measured) and, for ``judge``, ``judge``: the judge's model and prompt variant and the
+    unusable answers. A run from before matchers were selectable used ``keyword``."""
+    params = manifest.params
+    name = manifest.matcher
     out: dict[str, Any] = {"matcher": name}
     quality = quality_of(name)
     if quality is not None:
         out["matcher_quality"] = quality
     if name == "judge":
-        provider = params.get("judge_provider") or manifest.get("provider")
-        same = provider == manifest.get("provider")
-        out["judge"] = {
-            "provider": provider,
-            "model": params.get("judge_model") or (manifest.get("model") if same else None),
-            "variant": params.get("judge_variant") or "default",
-            "unusable": unusable,
-        }
+        provider = params.get("judge_provider") or manifest.provider
+        same = provider == manifest.provider
+        out["judge"] = JudgeInfo(
+            provider=provider,
+            model=params.get("judge_model") or (manifest.model if same else None),
+            variant=params.get("judge_variant") or "default",
+            unusable=unusable,
+        )
     return out
 
 
-def matcher_of(meta: Mapping[str, Any]) -> str:
-    """The matcher of a run (its manifest's params) or a baseline (its ``matcher``);
-    ``keyword`` for one from before matchers were selectable."""
-    params = meta.get("params") or {}
-    return str(params.get("matcher") or meta.get("matcher") or "keyword")
-
-
-def matcher_text(matchers: Mapping[str, str] | None) -> str:
+def matcher_text(matchers: MatcherPair | None) -> str:
     """The line of a comparison saying which matcher made each run's fact metrics."""
-    a, b = (matchers or {}).get("a", "keyword"), (matchers or {}).get("b", "keyword")
+    a, b = (matchers.a, matchers.b) if matchers else ("keyword", "keyword")
     if a == b:
         return f"facts matched by the {a} matcher in both runs ({quality_text(a, quality_of(a))})"
     return (

@@ -19,6 +19,7 @@ from hy_eval.harness.datasets import (
     gold_subject,
     subject_right,
 )
+from hy_eval.harness.runlog import ScoreRecord
 from hy_eval.harness.scoring._matching import KeywordMatcher, Matcher
 from hy_eval.memory import Speakers, Subject, same_subject, subject_of
 
@@ -66,20 +67,26 @@ class Outcome:
 
 @dataclass
 class CaseScore:
+    """A case's score as the scorer builds it; :meth:`record` is its form in the case
+    record."""
+
     counts: dict[str, tuple[int, int]]
     passed: bool
     facts: list[dict[str, Any]]
     checks: list[dict[str, Any]]
     confusion: list[tuple[str, str]]
 
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "counts": {k: list(v) for k, v in self.counts.items()},
-            "passed": self.passed,
-            "facts": self.facts,
-            "checks": self.checks,
-            "confusion": [list(c) for c in self.confusion],
-        }
+    def record(self) -> ScoreRecord:
+        """The score as the case record holds it (``CaseRecord.score``)."""
+        return ScoreRecord.model_validate(
+            {
+                "counts": self.counts,
+                "passed": self.passed,
+                "facts": self.facts,
+                "checks": self.checks,
+                "confusion": self.confusion,
+            }
+        )
 
 
 def _match(

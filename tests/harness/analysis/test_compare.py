@@ -13,6 +13,7 @@ from hy_eval.cli import main
 from hy_eval.harness import write_reports
 from hy_eval.harness.analysis import RunOutcomes, compare
 from hy_eval.harness.report import comparison_text
+from hy_eval.harness.runlog import CallCounts, RunManifest
 from tests.harness.report.test_pages import write_run
 from tests.harness.report.test_report import scored_record
 from tests.harness.report.test_report_escaping import manifest
@@ -46,7 +47,7 @@ def two_runs(tmp_path):
     ]
     run_a = write_run(tmp_path / "a", a)
     run_b = write_run(tmp_path / "b", b, "other")
-    summary_a = write_reports(run_a, manifest(), {}, 0.0)
+    summary_a = write_reports(run_a, RunManifest.model_validate(manifest()), CallCounts(), 0.0)
     return run_a, run_b, summary_a
 
 
@@ -79,12 +80,12 @@ def test_the_terminal_table_has_n_and_says_a_and_b_are_on_the_shared_cases(
     assert rows["fact_recall"][1:4] == ["9", f"{recall['a']:.3f}", f"{recall['b']:.3f}"]
     assert rows["case_pass"][1] == "10"
     # A's own headline is its summary.json's value, on all ten cases, named under the table.
-    own = two_runs[2]["metrics"]["fact_recall"]
-    assert own["n"] == recall["own"]["a"]["n"] == 10
-    assert recall["own"]["a"]["value"] == pytest.approx(own["value"])
-    assert f"{own['value']:.3f}" != f"{recall['a']:.3f}"  # the two differ here
+    own = two_runs[2].metrics["fact_recall"]
+    assert own.n == recall["own"]["a"]["n"] == 10
+    assert recall["own"]["a"]["value"] == pytest.approx(own.value)
+    assert f"{own.value:.3f}" != f"{recall['a']:.3f}"  # the two differ here
     assert (
-        f"  fact_recall: A {own['value']:.3f} on 10 cases, "
+        f"  fact_recall: A {own.value:.3f} on 10 cases, "
         f"B {recall['own']['b']['value']:.3f} on 9 cases (n 9 in the table)"
     ) in lines
     assert "each run's own headline (its summary.json, all its cases)" in text
@@ -120,7 +121,7 @@ def test_a_baseline_without_check_verdicts_has_no_changed_count():
     a = RunOutcomes("A", "h", counts, passed)
     b = RunOutcomes("B", "h", {**counts, "c1": {"case_pass": (0.0, 1.0)}}, flipped)
     result = compare(a, b, samples=200)
-    assert result["changed_count"] is None and result["flipped_count"] == 1
+    assert result.changed_count is None and result.flipped_count == 1
     text = comparison_text(result)
     assert FLIPPED in text and "changed (" not in text
-    assert result["metrics"]["case_pass"]["own"]["a"] == {"value": 0.5, "n": 6}
+    assert result.metrics["case_pass"].own.a.to_data() == {"value": 0.5, "n": 6}

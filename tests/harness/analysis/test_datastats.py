@@ -188,7 +188,9 @@ def test_stats_can_assume_another_runs_rates(tmp_path, capsys):
     assert row["n"] == st.denominators["attribution_accuracy"] and row["p"] == 0.9
     assert st.rate_source == str(run)
     baseline = tmp_path / "b.json"
-    baseline.write_text(json.dumps({"metrics": {"attribution_accuracy": 0.5}}), encoding="utf-8")
+    blessed = {"suite": "s", "dataset_hash": "h", "provider": "p", "model": "m"}
+    blessed["metrics"] = {"attribution_accuracy": 0.5}
+    baseline.write_text(json.dumps(blessed), encoding="utf-8")
     assert main(["datasets", "stats", "multi_speaker", "--rates", str(baseline)]) == 0
     assert f"p from {baseline}" in capsys.readouterr().out
     (tmp_path / "empty.json").write_text("{}", encoding="utf-8")

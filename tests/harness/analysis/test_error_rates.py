@@ -58,7 +58,7 @@ def test_gates_keep_the_family_wise_false_alarm_rate_at_alpha(process):
 def test_compare_stars_keep_the_false_alarm_rate_at_alpha(process):
     def starred(r):
         res = compare(*pair(process, process, r), samples=SAMPLES)
-        return any(e["significant"] for e in res["metrics"].values())
+        return any(e.significant for e in res.metrics.values())
 
     rate = measure(starred, 150, seed=3)
     assert binomial_ok(rate, ALPHA, 150, sds=2.5), rate
@@ -108,8 +108,8 @@ def test_paired_ci_covers_the_true_difference(process):
     true = worse.truth("attribution_accuracy") - process.truth("attribution_accuracy")
 
     def covers(r):
-        res = compare(*pair(process, worse, r), samples=SAMPLES)["metrics"]
-        lo, hi = res["attribution_accuracy"]["ci"]
+        res = compare(*pair(process, worse, r), samples=SAMPLES).metrics
+        lo, hi = res["attribution_accuracy"].ci
         return lo <= true <= hi
 
     # 200 repetitions: with 80, 2.5 Monte Carlo standard errors reach down to 0.89, and

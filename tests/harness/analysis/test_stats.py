@@ -22,6 +22,7 @@ from hy_eval.harness.analysis import (
 )
 from hy_eval.harness.gate import GateConfigError, Gates, evaluate_outcomes, load_gates
 from hy_eval.harness.report import comparison_text
+from hy_eval.harness.runlog import MetricEntry
 from hy_eval.harness.scoring import METRICS
 
 
@@ -82,8 +83,11 @@ def test_ci_has_width_at_0_and_1_and_marks_small_n():
 def test_report_rows_on_few_cases_say_so():
     from hy_eval.harness.analysis import fmt_ratio as _fmt
 
-    assert _fmt(ratio_with_ci(np.zeros(8), np.ones(8))) == "0.000 [0.000, 0.324] (n=8, few cases)"
-    assert "few" not in _fmt(ratio_with_ci(np.zeros(10), np.ones(10)))
+    def entry(n):
+        return MetricEntry.model_validate(ratio_with_ci(np.zeros(n), np.ones(n)))
+
+    assert _fmt(entry(8)) == "0.000 [0.000, 0.324] (n=8, few cases)"
+    assert "few" not in _fmt(entry(10))
 
 
 def test_format_p_says_below_one_in_b():
@@ -119,15 +123,15 @@ def test_compare_stars_on_holm_adjusted_p_and_says_so():
     }
     a, b = _runs(rng.random(n) < 0.5, rng.random(n) < 0.4, extra)
     res = compare(a, b)
-    tested = [m for m, e in res["metrics"].items() if e["p_value"] is not None]
+    tested = [m for m, e in res.metrics.items() if e.p_value is not None]
     assert len(tested) == 5
-    adjusted = holm([res["metrics"][m]["p_value"] for m in tested])
+    adjusted = holm([res.metrics[m].p_value for m in tested])
     for m, p in zip(tested, adjusted, strict=True):
-        e = res["metrics"][m]
-        assert e["p_adjusted"] == pytest.approx(p)
-        assert e["significant"] == (p < 0.05)
-        assert e["significant_unadjusted"] == (e["p_value"] < 0.05)
-        assert e["mde"] > 0
+        e = res.metrics[m]
+        assert e.p_adjusted == pytest.approx(p)
+        assert e.significant == (p < 0.05)
+        assert e.significant_unadjusted == (e.p_value < 0.05)
+        assert e.mde > 0
     text = comparison_text(res)
     assert "* = Holm-adjusted p (p_holm) < 0.05 across the 5 metrics compared" in text
     assert "p_holm" in text and "MDE" in text
@@ -138,8 +142,8 @@ def test_compare_at_scale_runs_exact_mcnemar():
     a_pass = [True] * 600 + [False] * 500 + [True] * 900
     b_pass = [False] * 600 + [True] * 500 + [True] * 900
     res = compare(*_runs(a_pass, b_pass), samples=200)
-    assert res["mcnemar"]["p_value"] == pytest.approx(stats.binomtest(500, 1100).pvalue, rel=1e-9)
-    assert len(res["metrics"]["case_pass"]["worse_cases"]) == 600
+    assert res.mcnemar.p_value == pytest.approx(stats.binomtest(500, 1100).pvalue, rel=1e-9)
+    assert len(res.metrics["case_pass"].worse_cases) == 600
 
 
 def _gate(metrics, alpha=0.05):

@@ -282,11 +282,11 @@ def perfect_run(suite_dir, tmp_path):
         _, summary, code = Runner(
             config(model.server, tmp_path, suite=str(suite_dir), concurrency=2)
         ).run()
-    assert code == 0, summary["failed_cases"]
-    m = summary["metrics"]
+    assert code == 0, summary.failed_cases
+    m = summary.metrics
     for name in ("case_pass", "fact_recall", "attribution_accuracy", "owner_accuracy"):
-        assert m[name]["value"] == 1.0, name
-    assert m["case_pass"]["n"] == len(suite.cases)
+        assert m[name].value == 1.0, name
+    assert m["case_pass"].n == len(suite.cases)
     return summary
 
 
@@ -294,7 +294,7 @@ def test_a_perfect_scripted_model_passes_every_imported_case(inputs, tmp_path):
     out = tmp_path / "suite"
     import_locomo(inputs["zip"], out)
     summary = perfect_run(out, tmp_path)
-    assert summary["breakdown"]["tag"]["locomo"]["cases"] == 8
+    assert summary.breakdown["tag"]["locomo"].cases == 8
 
 
 @pytest.mark.skipif(

@@ -10,7 +10,7 @@ from hy_eval.cli import main
 from hy_eval.harness import METRICS, cases_frame, write_reports
 from hy_eval.harness.analysis import fmt_ratio
 from hy_eval.harness.report import fact_diff, metric_row
-from hy_eval.harness.runlog import RunFolderError
+from hy_eval.harness.runlog import CallCounts, MetricEntry, RunFolderError, RunManifest
 from tests.harness.report.test_report import scored_record
 from tests.harness.report.test_report_escaping import embedded_data, manifest
 
@@ -29,7 +29,7 @@ def test_cases_frame_gives_one_row_per_case_and_repeat_with_scores(tmp_path):
     of a group give the summary's micro average."""
     records = [scored_record(i, r) for i in range(20) for r in (1, 0)]
     run = write_run(tmp_path / "run", records)
-    summary = write_reports(run, manifest(), {}, 0.0)
+    summary = write_reports(run, RunManifest.model_validate(manifest()), CallCounts(), 0.0)
     df = cases_frame(run)
     assert len(df) == 40
     assert list(df["id"][:3]) == ["s000", "s000", "s001"] and list(df["repeat"][:2]) == [0, 1]
@@ -39,7 +39,7 @@ def test_cases_frame_gives_one_row_per_case_and_repeat_with_scores(tmp_path):
     assert row["rules"] == ["A1", "P2"] and row["lang"] == "en"
     assert math.isnan(row["owner_accuracy"])  # no count: the case does not count
     num, den = df["fact_recall_num"].sum(), df["fact_recall_den"].sum()
-    assert num / den == pytest.approx(summary["metrics"]["fact_recall"]["value"])
+    assert num / den == pytest.approx(summary.metrics["fact_recall"].value)
 
 
 def test_cases_frame_of_a_folder_without_cases_is_one_clear_error(tmp_path):
@@ -85,14 +85,16 @@ def test_fact_diff_by_text_and_owner():
 
 
 def test_ci_entries_are_read_defensively():
-    """A CI entry may gain keys (``small_n``, ``ci_90``) or lack a CI; the page still
-    shows the value."""
-    entry = {"value": 0.5, "ci": [0.25, 0.75], "n": 4, "method": "bca", "ci_90": [0.3, 0.7]}
+    """A CI entry may gain keys or lack a CI; the summary's model reads it and the page
+    still shows the value."""
+    data = {"value": 0.5, "ci": [0.25, 0.75], "n": 4, "method": "bca", "ci_90": [0.3, 0.7]}
+    entry = MetricEntry.model_validate(data)
     assert fmt_ratio(entry) == "0.500 [0.250, 0.750]"
     assert metric_row("case_pass", entry)["bar"] == {"lo": 25.0, "width": 50.0, "value": 50.0}
-    assert fmt_ratio({"value": 0.5}) == "0.500" and metric_row("x", {"value": 0.5})["ci"] == ""
+    bare = MetricEntry.model_validate({"value": 0.5})
+    assert fmt_ratio(bare) == "0.500" and metric_row("x", bare)["ci"] == ""
     assert metric_row("x", None)["text"] == "n/a"
-    few = {**entry, "small_n": True}
+    few = MetricEntry.model_validate({**data, "small_n": True})
     assert metric_row("case_pass", few)["few"] == "n=4, few cases"
     assert metric_row("case_pass", entry)["few"] == ""
     assert fmt_ratio(few) == "0.500 [0.250, 0.750] (n=4, few cases)"

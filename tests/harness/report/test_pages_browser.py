@@ -242,7 +242,7 @@ def test_the_compare_page_shows_the_flipped_cases_side_by_side(runs, browser, tm
     page = opened.page
     flips = page.eval_on_selector_all(".flip", "els => els.map(e => e.dataset.case)")
     assert sorted(flips) == sorted(runs["broken"])
-    assert [f["id"] for f in runs["result"]["flipped"]] == flips
+    assert [f.id for f in runs["result"].flipped] == flips
     first = page.locator(".flip").first
     assert first.locator(".side").count() == 2 and "broken" in first.inner_text()
     removed = first.locator(".fact-diff .fact-removed")
@@ -305,7 +305,7 @@ def test_the_hostile_corpus_stays_text_on_the_compare_page(hostile_run, browser,
             rec["score"]["counts"] = {**rec["score"]["counts"], "case_pass": [int(passed), 1]}
             fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
     result = compare(load_outcomes(run_dir), load_outcomes(turned))
-    assert len(result["flipped"]) == len(records)
+    assert len(result.flipped) == len(records)
     page_path = write_compare_page(tmp_path / "compare.html", result, run_dir, turned)
     opened = Opened(browser, page_path)
     page = opened.page

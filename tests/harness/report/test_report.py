@@ -116,9 +116,9 @@ def test_cis_do_not_depend_on_the_order_cases_finished_in(tmp_path):
     a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
     a.write_text("".join(lines))
     b.write_text("".join(shuffled))
-    core_a, _, _ = _report._results(a, None, None)
-    core_b, _, _ = _report._results(b, None, None)
-    assert core_a["metrics"]["attribution_accuracy"]["ci"][0] is not None
-    assert core_a["metrics"] == core_b["metrics"]
-    assert core_a["breakdown"] == core_b["breakdown"]
-    assert core_a["repeats"] == core_b["repeats"]
+    core_a = _report._results(a, None, None)[0]
+    core_b = _report._results(b, None, None)[0]
+    assert core_a.metrics["attribution_accuracy"].ci[0] is not None
+    assert core_a.metrics == core_b.metrics
+    assert core_a.breakdown == core_b.breakdown
+    assert core_a.repeats == core_b.repeats

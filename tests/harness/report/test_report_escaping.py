@@ -8,6 +8,7 @@ import re
 from html.parser import HTMLParser
 
 from hy_eval.harness.report import markdown_report, script_json, write_reports
+from hy_eval.harness.runlog import CallCounts, RunManifest
 from tests.harness.report.test_report import ok_record
 
 XSS = '<img src=x onerror="document.title=1">'
@@ -88,7 +89,7 @@ def manifest(model="gpt|<b>x</b>", variant="v`1"):
 
 def test_tags_and_every_record_field_are_escaped_in_html(tmp_path):
     (tmp_path / "cases.jsonl").write_text(json.dumps(hostile_record()) + "\n")
-    write_reports(tmp_path, manifest(), {}, 0.0)
+    write_reports(tmp_path, RunManifest.model_validate(manifest()), CallCounts(), 0.0)
     page = (tmp_path / "report.html").read_text(encoding="utf-8")
     parser = _Tags()
     parser.feed(page)
@@ -118,7 +119,7 @@ def test_script_json_cannot_end_its_script_block():
 
 def test_markdown_escapes_tags_model_and_variant(tmp_path):
     (tmp_path / "cases.jsonl").write_text(json.dumps(hostile_record()) + "\n")
-    summary = write_reports(tmp_path, manifest(), {}, 0.0)
+    summary = write_reports(tmp_path, RunManifest.model_validate(manifest()), CallCounts(), 0.0)
     text = (tmp_path / "report.md").read_text(encoding="utf-8")
     assert text == markdown_report(summary, tmp_path)
     assert re.search(r"(?<!\\)<", text) is None  # no raw HTML at all
@@ -135,7 +136,12 @@ def test_ordinary_values_are_unchanged_in_markdown(tmp_path):
     rec = ok_record(0, "SYSTEM")
     rec.update(tags=["adversarial", "zh-name_1"])
     (tmp_path / "cases.jsonl").write_text(json.dumps(rec) + "\n")
-    write_reports(tmp_path, manifest("Qwen2.5-0.5B-Instruct-Q4_K_M.gguf", "default"), {}, 0.0)
+    write_reports(
+        tmp_path,
+        RunManifest.model_validate(manifest("Qwen2.5-0.5B-Instruct-Q4_K_M.gguf", "default")),
+        CallCounts(),
+        0.0,
+    )
     text = (tmp_path / "report.md").read_text(encoding="utf-8")
     assert text.startswith("# toy: openai:Qwen2.5-0.5B-Instruct-Q4_K_M.gguf, variant `default`")
     assert "| adversarial | 1 |" in text and "| zh-name_1 | 1 |" in text

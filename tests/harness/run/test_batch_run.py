@@ -71,7 +71,7 @@ def wait_for_polls(server, child, polls):
 
 
 def comparable(summary):
-    return {k: v for k, v in summary.items() if k not in NOT_COMPARED}
+    return {k: v for k, v in summary.to_data().items() if k not in NOT_COMPARED}
 
 
 def test_batch_run_equals_interactive_run_and_asks_nothing_interactively(tmp_path):
@@ -89,11 +89,11 @@ def test_batch_run_equals_interactive_run_and_asks_nothing_interactively(tmp_pat
     schemas = {b["response_format"]["json_schema"]["name"] for b in server.batched}
     assert schemas == {"memory_extraction", "memory_reconcile"}
     assert len(server.batched) == asked
-    assert batched["calls"]["cache_hits"] == batched["calls"]["calls"] == asked
+    assert batched.calls.cache_hits == batched.calls.calls == asked
     assert comparable(batched) == comparable(interactive)
-    assert batched["cost_usd"] == interactive["cost_usd"] / 2  # the batch price
-    assert batched["cost_usd"] > 0
-    assert batched["calls"]["batch"] == {
+    assert batched.cost_usd == interactive.cost_usd / 2  # the batch price
+    assert batched.cost_usd > 0
+    assert batched.calls.batch == {
         "batches": 2,
         "requests": asked,
         "succeeded": asked,
@@ -111,7 +111,7 @@ def test_a_second_batch_run_of_the_same_cases_submits_nothing(tmp_path):
         cfg = run_config(server, tmp_path, "batch", batch=True, out=str(tmp_path / "again"))
         _, again, code = Runner(cfg).run()
         assert code == 0 and server.batch.submissions == 2 and server.count == 0
-    assert again["calls"]["records_reused"] == LIMIT
+    assert again.calls.records_reused == LIMIT
 
 
 def test_a_run_killed_while_waiting_resumes_without_submitting_again(tmp_path):
@@ -131,7 +131,7 @@ def test_a_run_killed_while_waiting_resumes_without_submitting_again(tmp_path):
         assert code == 0
         # The kept batch was polled, not sent again; round 2 was the only new submit.
         assert server.batch.submissions == 2 and server.count == 0
-    assert summary["cases"] == LIMIT and summary["calls"]["cache_hits"] == summary["calls"]["calls"]
+    assert summary.cases == LIMIT and summary.calls.cache_hits == summary.calls.calls
 
 
 def test_ctrl_c_leaves_the_batch_running_by_default_and_cancels_it_when_asked(tmp_path):
@@ -183,6 +183,6 @@ def test_requests_a_batch_did_not_answer_are_asked_interactively(tmp_path):
         _, batched, code = Runner(run_config(server, tmp_path, "batch", batch=True)).run()
         assert code == 0
         assert server.count - asked == 2  # the two expired requests, asked by the normal run
-        assert batched["calls"]["cache_hits"] == batched["calls"]["calls"] - 2
-        assert batched["calls"]["batch"]["expired"] == 2
+        assert batched.calls.cache_hits == batched.calls.calls - 2
+        assert batched.calls.batch["expired"] == 2
     assert comparable(batched) == comparable(interactive)

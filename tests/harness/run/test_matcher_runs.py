@@ -13,6 +13,7 @@ from hy_eval.harness import load_suite
 from hy_eval.harness.analysis import CompareError, compare, run_outcomes
 from hy_eval.harness.report import comparison_text, write_compare_page
 from hy_eval.harness.run import Runner
+from hy_eval.harness.runlog import RunSummary
 from hy_eval.llm.loopback import Reply, openai_completion
 from tests.harness.scripted_suite import SuiteModel, scripted_config
 
@@ -97,8 +98,8 @@ def run(model, tmp_path, name, **kw):
 
 
 def recall(summary):
-    m = summary["metrics"]["fact_recall"]
-    return m["num"], m["den"]
+    m = summary.metrics["fact_recall"]
+    return m.num, m.den
 
 
 @pytest.fixture
@@ -112,17 +113,17 @@ def test_keyword_and_fuzzy_runs_name_their_matcher_and_differ(tmp_path, suite):
         fdir, fuzzy, _ = run(model, tmp_path, "f", matcher="fuzzy")
         sdir, strict, _ = run(model, tmp_path, "s")
     # Strict is the default, and every result says how far it can be trusted.
-    assert strict["matcher"] == "strict"
-    assert strict["matcher_quality"]["zh"]["precision"]["den"] > 0
+    assert strict.matcher == "strict"
+    assert strict.matcher_quality.of("zh").precision.den > 0
     assert (
         "How far it can be trusted: measured on the test part" in (sdir / "report.md").read_text()
     )
     assert (
         "How far it can be trusted: measured on the test part" in (sdir / "report.html").read_text()
     )
-    assert keyword["matcher"] == "keyword" and "judge" not in keyword
+    assert keyword.matcher == "keyword" and keyword.judge is None
     assert recall(keyword) == (0, 3)
-    assert fuzzy["matcher"] == "fuzzy" and recall(fuzzy) == (2, 3)  # not tea for coffee
+    assert fuzzy.matcher == "fuzzy" and recall(fuzzy) == (2, 3)  # not tea for coffee
     assert "matched by the `fuzzy` matcher" in (fdir / "report.md").read_text()
     assert "matched by the <code>fuzzy</code> matcher" in (fdir / "report.html").read_text()
     manifest = json.loads((fdir / "manifest.json").read_text())
@@ -131,7 +132,7 @@ def test_keyword_and_fuzzy_runs_name_their_matcher_and_differ(tmp_path, suite):
     with pytest.raises(CompareError, match="different matchers"):
         compare(run_outcomes(kdir), run_outcomes(fdir))
     result = compare(run_outcomes(kdir), run_outcomes(fdir), mixed_matchers=True)
-    assert result["matcher"] == {"a": "keyword", "b": "fuzzy"}
+    assert result.matcher.to_data() == {"a": "keyword", "b": "fuzzy"}
     assert "MIXED MATCHERS" in comparison_text(result)
     page = write_compare_page(str(tmp_path / "cmp.html"), result, str(kdir), str(fdir))
     assert "<strong>Mixed matchers</strong>" in Path(page).read_text()
@@ -146,10 +147,10 @@ def test_judge_run_counts_its_verdicts_and_reports_an_unusable_answer(tmp_path, 
     assert code == 0
     assert len(model.judge_requests) == 3  # one pair per case
     assert recall(summary) == (1, 3)  # the malformed verdict on the zh pair is no match
-    assert summary["matcher"] == "judge"
-    assert summary["judge"]["unusable"] == 1 and summary["judge"]["model"] == "scripted"
-    assert summary["calls"]["tokens_by_stage"]["judge"]["input_tokens"] > 0
-    assert "judge_calls" not in summary["calls"]  # the pipeline's own client judged
+    assert summary.matcher == "judge"
+    assert summary.judge.unusable == 1 and summary.judge.model == "scripted"
+    assert summary.calls.tokens_by_stage["judge"].input_tokens > 0
+    assert summary.calls.judge_calls is None  # the pipeline's own client judged
     records = {
         r["id"]: r for r in map(json.loads, (run_dir / "cases.jsonl").read_text().splitlines())
     }
@@ -172,9 +173,9 @@ def test_judge_on_another_model_is_cached_like_any_call(tmp_path, suite):
     assert {r.body["model"] for r in model.judge_requests} == {"judge-m"}
     assert asked == 3 and len(model.judge_requests) == 3  # the second run asked nothing
     assert recall(first) == recall(second) == (2, 3)
-    assert first["judge"]["model"] == "judge-m"
-    assert first["calls"]["judge_calls"]["calls"] == 3
-    assert second["calls"]["judge_calls"]["cache_hits"] == 3
+    assert first.judge.model == "judge-m"
+    assert first.calls.judge_calls.calls == 3
+    assert second.calls.judge_calls.cache_hits == 3
 
 
 def test_the_command_line_chooses_the_matcher_and_compare_refuses_a_mix(tmp_path, suite, capsys):
@@ -189,7 +190,7 @@ def test_the_command_line_chooses_the_matcher_and_compare_refuses_a_mix(tmp_path
         assert main(["run", *flags, *judged]) == 0
     summary = json.loads((tmp_path / "j" / "summary.json").read_text())
     assert summary["matcher"] == "judge" and summary["judge"]["model"] == "judge-m"
-    assert recall(summary) == (1, 3)
+    assert recall(RunSummary.of(summary)) == (1, 3)
     capsys.readouterr()
     assert main(["compare", str(tmp_path / "k"), str(tmp_path / "j")]) == 2
     assert "different matchers (A keyword, B judge)" in capsys.readouterr().err

@@ -7,6 +7,7 @@ import pytest
 
 from hy_eval.harness import MatrixEntry, MatrixResult, RunConfig, RunError, run_matrix
 from hy_eval.harness.run import combination_name, flipped_sections, metric_table
+from hy_eval.harness.runlog import Comparison
 from hy_eval.harness.scoring import METRICS
 from hy_eval.llm import ModelSpec
 
@@ -39,7 +40,8 @@ def test_metric_table_has_a_row_per_metric_and_tokens_per_case():
 
 def test_flipped_cases_link_both_reports():
     result = MatrixResult(Path("m"), [entry("a", 1.0), entry("b", 0.5)])
-    result.comparisons = [{"flipped": [{"id": "c1", "change": "broken", "diff": {"facts": 1}}]}]
+    flipped = [{"id": "c1", "change": "broken", "diff": {"facts": 1}}]
+    result.comparisons = [Comparison.model_validate({"a": "a", "b": "b", "flipped": flipped})]
     text = "\n".join(flipped_sections(result))
     assert "### Flipped cases: b against a" in text
     assert "[compare-b.html](compare-b.html)" in text

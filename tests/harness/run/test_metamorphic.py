@@ -10,6 +10,7 @@ from hy_eval.harness import load_suite
 from hy_eval.harness.analysis import changed_checks, consistency, verdicts_of
 from hy_eval.harness.datasets import Skip, perturb
 from hy_eval.harness.run import run_with_perturbations
+from hy_eval.harness.runlog import CaseRecord
 from tests.harness.run.test_run import config as run_config
 from tests.harness.scripted_suite import SuiteModel, model_args, perfect_extraction
 
@@ -155,24 +156,26 @@ def test_a_perfect_model_is_fully_consistent_under_every_perturbation_and_resume
     assert code == 0
     assert len(sub.read_text().splitlines()) == len(suite.cases)
     for name in names:
-        s = summary["perturbations"][name]
-        assert s["consistency"]["value"] == 1.0, name
-        assert s["cases"] == len(suite.cases) and s["changed_cases"] == []
-    order = summary["perturbations"]["order"]
-    assert (order["cases"], order["skipped"], order["consistency"]["value"]) == (0, 8, None)
+        s = summary.perturbations[name]
+        assert s.consistency.value == 1.0, name
+        assert s.cases == len(suite.cases) and s.changed_cases == []
+    order = summary.perturbations["order"]
+    assert (order.cases, order.skipped, order.consistency.value) == (0, 8, None)
 
 
 def _rec(cid, checks, rules=("A1",), tags=()):
-    return {
-        "id": cid,
-        "rules": list(rules),
-        "tags": list(tags),
-        "score": {
-            "passed": all(ok for _, ok in checks),
-            "checks": [{"check": k, "ok": ok} for k, ok in checks],
-            "facts": [],
-        },
-    }
+    return CaseRecord.model_validate(
+        {
+            "id": cid,
+            "rules": list(rules),
+            "tags": list(tags),
+            "score": {
+                "passed": all(ok for _, ok in checks),
+                "checks": [{"check": k, "ok": ok} for k, ok in checks],
+                "facts": [],
+            },
+        }
+    )
 
 
 def test_verdicts_keyed_by_kind_and_occurrence():
@@ -195,9 +198,9 @@ def test_consistency_counts_case_check_pairs():
     base = [_rec("a", [("fact", True), ("fact", True)]), _rec("b", [("fact", False)])]
     pert = [_rec("a", [("fact", True), ("fact", False)]), _rec("b", [("fact", False)])]
     c = consistency(base, pert)
-    assert (c["checks"], c["checks_changed"], c["consistency"]["value"]) == (3, 1, 2 / 3)
-    assert c["changed_count"] == 1 and c["changed_cases"][0]["changed"] == ["fact#1"]
-    assert c["fragility"]["rule"]["A1"]["value"] == 2 / 3
+    assert (c.checks, c.checks_changed, c.consistency.value) == (3, 1, 2 / 3)
+    assert c.changed_count == 1 and c.changed_cases[0].changed == ["fact#1"]
+    assert c.fragility.rule["A1"].value == 2 / 3
 
 
 def test_an_unknown_perturbation_exits_2_before_any_call(capsys):

@@ -43,11 +43,11 @@ def test_second_run_reuses_every_record_and_gives_the_same_report(tmp_path):
         second_dir, second, code = Runner(config(model.server, tmp_path, "two")).run()
         assert model.server.count == before  # nothing reached the model
     assert code == 0
-    assert second["calls"]["records_reused"] == 6 and second["calls"]["calls"] == 0
-    assert first["calls"]["records_reused"] == 0
+    assert second.calls.records_reused == 6 and second.calls.calls == 0
+    assert first.calls.records_reused == 0
     assert lines(second_dir) == lines(first_dir)  # the same records, byte for byte
     for key in ("metrics", "breakdown", "confusion", "failed_cases", "tokens", "cases"):
-        assert second[key] == first[key], key
+        assert getattr(second, key) == getattr(first, key), key
     for name in ("metrics.png", "confusion.png", "rules.png"):
         assert (second_dir / name).read_bytes() == (first_dir / name).read_bytes()
     html = (second_dir / "report.html").read_text(encoding="utf-8")
@@ -73,9 +73,9 @@ def test_a_changed_case_alone_is_recomputed(tmp_path):
         assert load_suite(str(tmp_path / "toy")).cases[2].tags == ["toy", "edited"]
         _, summary, _ = Runner(config(model.server, tmp_path, "two")).run()
     # t-02's record is computed again, from the cached answers (its prompts are unchanged).
-    assert summary["calls"]["records_reused"] == 4
-    assert summary["calls"]["calls"] == 2 and summary["calls"]["cache_hits"] == 2
-    assert summary["breakdown"]["tag"]["edited"]["cases"] == 1
+    assert summary.calls.records_reused == 4
+    assert summary.calls.calls == 2 and summary.calls.cache_hits == 2
+    assert summary.breakdown["tag"]["edited"].cases == 1
 
 
 def test_other_settings_prompts_or_code_reuse_nothing(tmp_path, monkeypatch):
@@ -88,7 +88,7 @@ def test_other_settings_prompts_or_code_reuse_nothing(tmp_path, monkeypatch):
             ("other-model", {"model": "scripted-2"}),
         ):
             _, summary, _ = Runner(config(model.server, tmp_path, name, **kw)).run()
-            assert summary["calls"]["records_reused"] == 0, name
+            assert summary.calls.records_reused == 0, name
         from hy_eval.harness.run import _runner
 
         real_versions = _runner.package_versions
@@ -96,13 +96,13 @@ def test_other_settings_prompts_or_code_reuse_nothing(tmp_path, monkeypatch):
             _runner, "package_versions", lambda: {**real_versions(), "jinja2": "99.0"}
         )
         _, summary, _ = Runner(config(model.server, tmp_path, "upgraded-jinja2")).run()
-        assert summary["calls"]["records_reused"] == 0
+        assert summary.calls.records_reused == 0
         monkeypatch.setattr(_runner, "package_versions", real_versions)
         monkeypatch.setattr(_reuse, "code_fingerprint", lambda: "edited code")
         before = model.server.count
         _, summary, _ = Runner(config(model.server, tmp_path, "code")).run()
-        assert summary["calls"]["records_reused"] == 0
-        assert summary["calls"]["cache_hits"] == 6  # the answers themselves still cached
+        assert summary.calls.records_reused == 0
+        assert summary.calls.cache_hits == 6  # the answers themselves still cached
         assert model.server.count == before
 
 
@@ -112,7 +112,7 @@ def test_modes_other_than_read_write_do_not_reuse(tmp_path):
         Runner(config(model.server, tmp_path, "one")).run()
         for mode in ("refresh", "replay-only", "off"):
             _, summary, _ = Runner(config(model.server, tmp_path, mode, cache_mode=mode)).run()
-            assert summary["calls"]["records_reused"] == 0, mode
+            assert summary.calls.records_reused == 0, mode
 
 
 def test_records_with_provider_errors_are_not_kept(tmp_path):
@@ -121,13 +121,13 @@ def test_records_with_provider_errors_are_not_kept(tmp_path):
     ext["t-01"] = Reply(500, {"error": {"message": "down"}})
     with SuiteModel(suite.cases, ext) as model:
         _, first, _ = Runner(config(model.server, tmp_path, "one", max_error_rate=1.0)).run()
-        assert first["metrics"]["error_rate"]["num"] == 1
+        assert first.metrics["error_rate"].num == 1
         model.extraction["t-01"] = perfect_extraction(suite.cases[1])
         before = model.server.count
         _, second, _ = Runner(config(model.server, tmp_path, "two")).run()
         assert model.server.count - before == 2  # t-01 asked again, and now answered
-    assert second["calls"]["records_reused"] == 2
-    assert second["metrics"]["error_rate"]["value"] == 0.0
+    assert second.calls.records_reused == 2
+    assert second.metrics["error_rate"].value == 0.0
 
 
 def test_a_case_edited_during_the_run_stops_it_with_a_dataset_error(tmp_path, monkeypatch):
@@ -175,4 +175,4 @@ def test_no_reuse_flag_recomputes_from_cached_answers(tmp_path):
         before = model.server.count
         _, summary, _ = Runner(config(model.server, tmp_path, "two", reuse=False)).run()
         assert model.server.count == before
-    assert summary["calls"]["records_reused"] == 0 and summary["calls"]["cache_hits"] == 6
+    assert summary.calls.records_reused == 0 and summary.calls.cache_hits == 6

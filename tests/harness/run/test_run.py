@@ -21,17 +21,17 @@ def test_perfect_model_scores_perfectly_on_the_whole_suite(tmp_path):
     with SuiteModel(suite.cases) as model:
         run_dir, summary, code = Runner(config(model.server, tmp_path)).run()
     assert code == 0
-    m = summary["metrics"]
-    failed = summary["failed_cases"]
+    m = summary.metrics
+    failed = summary.failed_cases
     assert failed == [], failed
     expects_ops = any(c.expect.operations for c in suite.cases)
     for name in ACCURACY_METRICS:
         unset = name == "operation_accuracy" and not expects_ops  # no case expects any
-        assert m[name]["value"] == (None if unset else 1.0), name
+        assert m[name].value == (None if unset else 1.0), name
     for name in VIOLATION_METRICS:
-        assert m[name]["value"] in (0.0, None), name
-    assert m["case_pass"]["n"] == len(suite.cases)
-    assert m["merge_violation_rate_raw"]["n"] > 0  # cases with existing memories reconciled
+        assert m[name].value in (0.0, None), name
+    assert m["case_pass"].n == len(suite.cases)
+    assert m["merge_violation_rate_raw"].n > 0  # cases with existing memories reconciled
     for f in (
         "manifest.json",
         "cases.jsonl",
@@ -43,7 +43,7 @@ def test_perfect_model_scores_perfectly_on_the_whole_suite(tmp_path):
         "rules.png",
     ):
         assert (run_dir / f).stat().st_size > 0, f
-    assert summary["breakdown"]["lang"]["zh"]["cases"] == sum(c.lang == "zh" for c in suite.cases)
+    assert summary.breakdown["lang"]["zh"].cases == sum(c.lang == "zh" for c in suite.cases)
 
 
 def write_suite(folder, n):
@@ -108,24 +108,22 @@ def test_planted_mistakes_give_hand_computed_figures(tmp_path):
     }
     with SuiteModel(suite.cases, ext, rec) as model:
         _, summary, _ = Runner(config(model.server, tmp_path, suite=str(tmp_path / "toy"))).run()
-    m = summary["metrics"]
-    assert m["fact_recall"]["value"] == 1.0  # every gold fact matched by keywords
-    assert m["attribution_accuracy"]["value"] == pytest.approx(7 / 10)
-    assert m["owner_accuracy"]["value"] == pytest.approx(9 / 10)
-    assert m["misattribution_rate"]["value"] == pytest.approx(3 / 10)  # John + coffee
-    assert m["profile_leak_rate"]["value"] == pytest.approx(1 / 10)
-    assert m["profile_name_accuracy"]["value"] == 1.0  # P2: Tim is written though omitted
+    m = summary.metrics
+    assert m["fact_recall"].value == 1.0  # every gold fact matched by keywords
+    assert m["attribution_accuracy"].value == pytest.approx(7 / 10)
+    assert m["owner_accuracy"].value == pytest.approx(9 / 10)
+    assert m["misattribution_rate"].value == pytest.approx(3 / 10)  # John + coffee
+    assert m["profile_leak_rate"].value == pytest.approx(1 / 10)
+    assert m["profile_name_accuracy"].value == 1.0  # P2: Tim is written though omitted
     # Reconcile runs in every case: m1 mentions coffee, so full-text search relates it.
-    assert m["merge_violation_rate_raw"]["num"] == 1
-    assert m["merge_violation_rate_raw"]["n"] == 9  # t-06 fell back: no raw operations
-    assert m["merge_violation_rate_applied"]["value"] == 0.0  # the guard
-    assert m["fallback_rate"]["num"] == 1 and m["parse_failure_rate"]["value"] == pytest.approx(
-        1 / 10
-    )
-    assert m["untouched_violation_rate"]["value"] == 0.0
-    assert set(summary["failed_cases"]) == {"t-00", "t-01", "t-02", "t-03", "t-04", "t-06"}
-    assert m["case_pass"]["value"] == pytest.approx(4 / 10)
-    assert summary["confusion"]["user"]["named"] == 3 and summary["confusion"]["user"]["user"] == 7
+    assert m["merge_violation_rate_raw"].num == 1
+    assert m["merge_violation_rate_raw"].n == 9  # t-06 fell back: no raw operations
+    assert m["merge_violation_rate_applied"].value == 0.0  # the guard
+    assert m["fallback_rate"].num == 1 and m["parse_failure_rate"].value == pytest.approx(1 / 10)
+    assert m["untouched_violation_rate"].value == 0.0
+    assert set(summary.failed_cases) == {"t-00", "t-01", "t-02", "t-03", "t-04", "t-06"}
+    assert m["case_pass"].value == pytest.approx(4 / 10)
+    assert summary.confusion["user"]["named"] == 3 and summary.confusion["user"]["user"] == 7
 
 
 def test_guard_off_counts_the_applied_merge(tmp_path):
@@ -143,9 +141,9 @@ def test_guard_off_counts_the_applied_merge(tmp_path):
         _, summary, _ = Runner(
             config(model.server, tmp_path, suite=str(tmp_path / "toy"), guard=False)
         ).run()
-    m = summary["metrics"]
-    assert m["merge_violation_rate_applied"]["num"] == 1
-    assert m["untouched_violation_rate"]["num"] == 1  # m1 was overwritten
+    m = summary.metrics
+    assert m["merge_violation_rate_applied"].num == 1
+    assert m["untouched_violation_rate"].num == 1  # m1 was overwritten
 
 
 def test_resume_finishes_without_losing_or_doubling(tmp_path):
@@ -161,7 +159,7 @@ def test_resume_finishes_without_losing_or_doubling(tmp_path):
         assert model.server.count - before == 4 * 2  # four cases redone, two calls each
     ids = [json.loads(line)["id"] for line in (run_dir / "cases.jsonl").read_text().splitlines()]
     assert sorted(ids) == sorted(c.id for c in suite.cases) and len(ids) == len(set(ids))
-    assert resumed["metrics"] == first["metrics"]
+    assert resumed.metrics == first.metrics
 
 
 def test_provider_errors_mark_cases_failed_and_exit_3(tmp_path):
@@ -176,9 +174,9 @@ def test_provider_errors_mark_cases_failed_and_exit_3(tmp_path):
         _, summary, code = Runner(
             config(model.server, tmp_path, suite=str(tmp_path / "toy"), retries=0)
         ).run()
-    assert summary["metrics"]["error_rate"]["value"] == pytest.approx(1 / 4)
+    assert summary.metrics["error_rate"].value == pytest.approx(1 / 4)
     assert code == 3  # above the default tolerance of 10%
-    assert summary["calls"]["errors"] == 1
+    assert summary.calls.errors == 1
 
 
 def test_a_run_that_cannot_start_leaves_no_folder(tmp_path):

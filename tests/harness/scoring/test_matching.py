@@ -2,14 +2,13 @@
 ``fuzzy`` pairs paraphrases keyword misses and refuses another object, and the judge's
 verdicts are assigned one-to-one with unusable answers counted as no match."""
 
-from hy_eval.harness import Case, Outcome, score_case
+from hy_eval.harness import Case, Outcome, RunManifest, score_case
 from hy_eval.harness.scoring import (
     FuzzyMatcher,
     KeywordMatcher,
     Verdict,
     VerdictMatcher,
     matcher_info,
-    unusable_in,
 )
 
 CASE = Case.model_validate(
@@ -52,7 +51,7 @@ def recall(score):
 def test_keyword_is_the_default_and_adds_nothing_to_the_records():
     out = outcome("The user is a nurse at the Charité.", "John likes coffee.")
     default, explicit = score_case(CASE, out), score_case(CASE, out, KeywordMatcher())
-    assert default.as_dict() == explicit.as_dict()
+    assert default.record() == explicit.record()
     assert recall(default) == (2, 2)
     assert all("match" not in ch["detail"] for ch in default.checks if ch["check"] == "fact")
 
@@ -122,7 +121,7 @@ def test_judge_verdicts_assigned_one_to_one_and_unusable_reported():
     assert first["matched"] in (0, 2) and first["match"]["reason"].startswith("same job")
     assert second["matched"] is None
     assert second["match"] == {"judge_unusable": {"1": "unparsable answer: not JSON"}}
-    assert unusable_in(s.as_dict()) == 1
+    assert s.record().judge_unusable() == 1
 
 
 def test_judge_with_no_verdicts_matches_nothing():
@@ -130,17 +129,22 @@ def test_judge_with_no_verdicts_matches_nothing():
     assert recall(s) == (0, 2)
 
 
+def _manifest(**params):
+    return RunManifest(suite="s", provider="openai", model="m", params=params)
+
+
 def test_matcher_info_names_the_matcher_and_defaults_to_keyword():
-    old = matcher_info({"params": {}}, 0)  # a run from before the matcher was named
+    old = matcher_info(_manifest(), 0)  # a run from before the matcher was named
     assert old["matcher"] == "keyword"
     # How far the matcher can be trusted, from the benchmark's test part.
-    assert old["matcher_quality"]["source"].startswith("the test part of")
-    assert set(old["matcher_quality"]) >= {"all", "en", "zh"}
-    strict = matcher_info({"params": {"matcher": "strict"}}, 0)["matcher_quality"]
-    assert strict["zh"]["precision"]["value"] > old["matcher_quality"]["zh"]["precision"]["value"]
-    info = matcher_info({"provider": "openai", "model": "m", "params": {"matcher": "judge"}}, 3)
+    quality = old["matcher_quality"]
+    assert quality.source.startswith("the test part of")
+    assert set(quality.to_data()) >= {"all", "en", "zh"}
+    strict = matcher_info(_manifest(matcher="strict"), 0)["matcher_quality"]
+    assert strict.of("zh").precision.value > quality.of("zh").precision.value
+    info = matcher_info(_manifest(matcher="judge"), 3)
     assert info["matcher"] == "judge" and "matcher_quality" not in info
-    assert info["judge"] == {
+    assert info["judge"].to_data() == {
         "provider": "openai",
         "model": "m",
         "variant": "default",

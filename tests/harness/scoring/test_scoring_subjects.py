@@ -9,6 +9,7 @@ import pytest
 from hy_eval.harness import Case, DatasetError, Outcome, load_suite, score_case
 from hy_eval.harness.report import markdown_report
 from hy_eval.harness.report._write import _Scan
+from hy_eval.harness.runlog import RunSummary
 from hy_eval.harness.scoring import METRICS, SUBJECT_KINDS
 
 BASE = {
@@ -138,5 +139,5 @@ def test_guard_counts_reach_the_summary_and_report(tmp_path):
         "confusion": {},
         "failed_cases": [],
     }
-    text = markdown_report(summary, tmp_path)
+    text = markdown_report(RunSummary.model_validate(summary), tmp_path)
     assert "4 cross-subject operations and 1 with a subject it could not tell" in text
