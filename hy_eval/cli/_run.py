@@ -4,7 +4,7 @@ suite; then the gates. The work is the harness's; this module reads flags and pr
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hy_eval._exitcodes import ExitCode
 from hy_eval._redact import redact
@@ -13,8 +13,12 @@ from hy_eval.cli._errors import UserError
 from hy_eval.cli._matchers import add_matcher_flags, matcher_settings
 from hy_eval.cli._model import add_model_flags, model_options
 
+if TYPE_CHECKING:  # annotations only: --help imports no harness module
+    from hy_eval.harness import RunConfig
+    from hy_eval.harness.runlog import RunSummary
 
-def run_config(args: argparse.Namespace) -> Any:
+
+def run_config(args: argparse.Namespace) -> RunConfig:
     """The ``RunConfig`` of the ``run`` flags: the model options and the run's own."""
     from hy_eval.harness import RunConfig
 
@@ -64,7 +68,7 @@ def _perturbations(args: argparse.Namespace) -> list[str]:
         raise UserError(f"--perturb: {exc}") from None
 
 
-def _print_perturbations(summary: dict[str, Any]) -> None:
+def _print_perturbations(summary: RunSummary) -> None:
     from hy_eval.harness.report import terminal_lines
 
     for line in terminal_lines(summary):
@@ -110,7 +114,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     echo(terminal_summary(summary, run_dir))
     _print_perturbations(summary)
     if code == ExitCode.PROVIDER:
-        rate = summary["metrics"]["error_rate"]["value"]
+        rate = summary.metrics["error_rate"].value
         echo(
             f"hy-eval: error: {rate:.1%} of cases failed with provider errors "
             f"(tolerance {config.max_error_rate:.1%})",
@@ -146,7 +150,7 @@ def _miss_hint(args: argparse.Namespace, config: Any, perturbation: str | None) 
     )
 
 
-def _apply_gates(gates: Any, summary: dict[str, Any], run_dir: Any, baseline: str | None) -> int:
+def _apply_gates(gates: Any, summary: RunSummary, run_dir: Any, baseline: str | None) -> int:
     from hy_eval.harness import CompareError, GateConfigError, apply_gates
 
     try:

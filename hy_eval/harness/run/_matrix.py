@@ -12,7 +12,6 @@ import datetime as dt
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from hy_eval.harness.datasets import Suite
 from hy_eval.harness.run._config import RunConfig
@@ -28,19 +27,11 @@ def run_suite(
     seed: int = 0,
     *,
     suite: Suite | None = None,
-) -> tuple[Path, dict[str, Any], int]:
+) -> tuple[Path, RunSummary, int]:
     """One run and, with ``perturbations``, a run per perturbation under
     ``RUN/perturb/<name>/``. ``suite``: ``config.suite`` already loaded (it is then not
-    loaded again). Returns the run folder, its summary as ``summary.json`` holds it
-    (``RunSummary.to_data()``; ``RunSummary.of`` reads it back) and the exit code; raises
-    ``RunError``."""
-    run_dir, summary, code = _run_suite(config, perturbations, seed, suite)
-    return run_dir, summary.to_data(), code
-
-
-def _run_suite(
-    config: RunConfig, perturbations: Sequence[str], seed: int, suite: Suite | None
-) -> tuple[Path, RunSummary, int]:
+    loaded again). Returns the run folder, its summary (as ``summary.json`` holds it) and
+    the exit code; raises ``RunError``."""
     if not perturbations:
         return Runner(config, suite).run()
     from hy_eval.harness.run._perturbed import run_with_perturbations
@@ -55,8 +46,8 @@ class MatrixEntry:
     #: ``<provider>[_<model>]--<variant>``, also its sub-folder's name.
     name: str
     run_dir: Path
-    #: The run's summary as ``summary.json`` holds it (``RunSummary.of`` reads it).
-    summary: dict[str, Any]
+    #: The run's summary (as ``summary.json`` holds it).
+    summary: RunSummary
     #: The run's exit code (0, or 3 for provider errors above the tolerance).
     code: int
 
@@ -122,10 +113,10 @@ def run_matrix(
                 }
             )
             try:
-                run_dir, summary, code = _run_suite(config, perturbations, seed, None)
+                run_dir, summary, code = run_suite(config, perturbations, seed)
             except RunError as exc:
                 raise RunError(f"{name}: {exc}", exc.exit_code) from None
-            entry = MatrixEntry(name, run_dir, summary.to_data(), code)
+            entry = MatrixEntry(name, run_dir, summary, code)
             result.entries.append(entry)
             if on_run is not None:
                 on_run(entry)
@@ -154,7 +145,7 @@ def metric_table(entries: Sequence[MatrixEntry]) -> list[str]:
         "| metric | " + " | ".join(e.name for e in entries) + " |",
         "|---" * (len(entries) + 1) + "|",
     ]
-    summaries = [RunSummary.of(e.summary) for e in entries]
+    summaries = [e.summary for e in entries]
     for metric in METRICS:
         values = [s.metrics[metric].value for s in summaries]
         cells = ["n/a" if v is None else f"{v:.3f}" for v in values]

@@ -7,7 +7,7 @@ import pytest
 
 from hy_eval.harness import MatrixEntry, MatrixResult, RunConfig, RunError, run_matrix
 from hy_eval.harness.run import combination_name, flipped_sections, metric_table
-from hy_eval.harness.runlog import Comparison
+from hy_eval.harness.runlog import Comparison, RunSummary
 from hy_eval.harness.scoring import METRICS
 from hy_eval.llm import ModelSpec
 
@@ -20,7 +20,7 @@ def entry(name, value, tokens=(300, 100), cases=4):
         "tokens": {"input": tokens[0], "output": tokens[1]},
         "cases": cases,
     }
-    return MatrixEntry(name, Path(name), summary, 0)
+    return MatrixEntry(name, Path(name), RunSummary.model_validate(summary), 0)
 
 
 def test_combination_names_are_folder_names():
