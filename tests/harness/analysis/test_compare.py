@@ -7,16 +7,22 @@ import html
 import json
 import re
 
+import numpy as np
 import pytest
+from scipy import stats
 
 from hy_eval.cli import main
 from hy_eval.harness import write_reports
-from hy_eval.harness.analysis import RunOutcomes, compare
+from hy_eval.harness.analysis import RunOutcomes, compare, holm
 from hy_eval.harness.report import comparison_text
 from hy_eval.harness.runlog import CallCounts, RunManifest
+from tests.harness.analysis.test_stats import _runs
+from tests.harness.gate.test_gates import _run
 from tests.harness.report.test_pages import write_run
 from tests.harness.report.test_report import scored_record
 from tests.harness.report.test_report_escaping import manifest
+from tests.harness.run.test_run import write_suite
+from tests.harness.scripted_suite import SuiteModel
 
 FLIPPED = "flipped (pass/fail verdict changed): 1 case, 0 fixed by B, 1 broken by B"
 CHANGED = "changed (at least one check's verdict changed, flipped ones included): 3 cases"
@@ -125,3 +131,52 @@ def test_a_baseline_without_check_verdicts_has_no_changed_count():
     text = comparison_text(result)
     assert FLIPPED in text and "changed (" not in text
     assert result.metrics["case_pass"].own.a.to_data() == {"value": 0.5, "n": 6}
+
+
+# -- the statistics of a comparison, and what it refuses -------------------------------
+
+
+def test_compare_stars_on_holm_adjusted_p_and_says_so():
+    rng = np.random.default_rng(7)
+    n = 150
+    extra = {
+        m: ((rng.random(n) < 0.5).astype(int), (rng.random(n) < 0.5).astype(int))
+        for m in ("profile_name_accuracy", "parse_failure_rate", "error_rate", "fallback_rate")
+    }
+    a, b = _runs(rng.random(n) < 0.5, rng.random(n) < 0.4, extra)
+    res = compare(a, b)
+    tested = [m for m, e in res.metrics.items() if e.p_value is not None]
+    assert len(tested) == 5
+    adjusted = holm([res.metrics[m].p_value for m in tested])
+    for m, p in zip(tested, adjusted, strict=True):
+        e = res.metrics[m]
+        assert e.p_adjusted == pytest.approx(p)
+        assert e.significant == (p < 0.05)
+        assert e.significant_unadjusted == (e.p_value < 0.05)
+        assert e.mde > 0
+    text = comparison_text(res)
+    assert "* = Holm-adjusted p (p_holm) < 0.05 across the 5 metrics compared" in text
+    assert "p_holm" in text and "MDE" in text
+
+
+def test_compare_at_scale_runs_exact_mcnemar():
+    # 1,100 discordant cases: the old 2.0**n overflowed and `hy-eval compare` crashed.
+    a_pass = [True] * 600 + [False] * 500 + [True] * 900
+    b_pass = [False] * 600 + [True] * 500 + [True] * 900
+    res = compare(*_runs(a_pass, b_pass), samples=200)
+    assert res.mcnemar.p_value == pytest.approx(stats.binomtest(500, 1100).pvalue, rel=1e-9)
+    assert len(res.metrics["case_pass"].worse_cases) == 600
+
+
+def test_compare_refuses_different_datasets(tmp_path, capsys):
+    a_suite = write_suite(tmp_path / "a", 3)
+    b_suite = write_suite(tmp_path / "b", 4)
+    with SuiteModel(a_suite.cases) as model:
+        _, run_a = _run(model.server, tmp_path, tmp_path / "a", "ra")
+    with SuiteModel(b_suite.cases) as model:
+        _, run_b = _run(model.server, tmp_path, tmp_path / "b", "rb")
+    capsys.readouterr()
+    assert main(["compare", str(run_a), str(run_b)]) == 2
+    assert "different datasets" in capsys.readouterr().err
+    assert main(["compare", str(run_a), str(run_b), "--common-only"]) == 0
+    assert "on 3 shared cases" in capsys.readouterr().out

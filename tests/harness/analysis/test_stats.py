@@ -13,15 +13,12 @@ from hy_eval.harness import ratio_with_ci
 from hy_eval.harness.analysis import (
     RunOutcomes,
     binom_half_cdf,
-    compare,
     format_p,
-    holm,
     mcnemar_exact,
     mcnemar_one_sided,
     wilson_interval,
 )
 from hy_eval.harness.gate import GateConfigError, Gates, evaluate_outcomes, load_gates
-from hy_eval.harness.report import comparison_text
 from hy_eval.harness.runlog import MetricEntry
 from hy_eval.harness.scoring import METRICS
 
@@ -112,38 +109,6 @@ def _runs(a_pass, b_pass, extra=None):
         )
 
     return run("A", a_pass, 0), run("B", b_pass, 1)
-
-
-def test_compare_stars_on_holm_adjusted_p_and_says_so():
-    rng = np.random.default_rng(7)
-    n = 150
-    extra = {
-        m: ((rng.random(n) < 0.5).astype(int), (rng.random(n) < 0.5).astype(int))
-        for m in ("profile_name_accuracy", "parse_failure_rate", "error_rate", "fallback_rate")
-    }
-    a, b = _runs(rng.random(n) < 0.5, rng.random(n) < 0.4, extra)
-    res = compare(a, b)
-    tested = [m for m, e in res.metrics.items() if e.p_value is not None]
-    assert len(tested) == 5
-    adjusted = holm([res.metrics[m].p_value for m in tested])
-    for m, p in zip(tested, adjusted, strict=True):
-        e = res.metrics[m]
-        assert e.p_adjusted == pytest.approx(p)
-        assert e.significant == (p < 0.05)
-        assert e.significant_unadjusted == (e.p_value < 0.05)
-        assert e.mde > 0
-    text = comparison_text(res)
-    assert "* = Holm-adjusted p (p_holm) < 0.05 across the 5 metrics compared" in text
-    assert "p_holm" in text and "MDE" in text
-
-
-def test_compare_at_scale_runs_exact_mcnemar():
-    # 1,100 discordant cases: the old 2.0**n overflowed and `hy-eval compare` crashed.
-    a_pass = [True] * 600 + [False] * 500 + [True] * 900
-    b_pass = [False] * 600 + [True] * 500 + [True] * 900
-    res = compare(*_runs(a_pass, b_pass), samples=200)
-    assert res.mcnemar.p_value == pytest.approx(stats.binomtest(500, 1100).pvalue, rel=1e-9)
-    assert len(res.metrics["case_pass"].worse_cases) == 600
 
 
 def _gate(metrics, alpha=0.05):

@@ -273,20 +273,6 @@ def test_replay_only_with_a_changed_prompt_exits_4(tmp_path, capsys):
     assert len(rows) == recorded and all("sk-" not in json.dumps(r) for r in rows)
 
 
-def test_compare_refuses_different_datasets(tmp_path, capsys):
-    a_suite = write_suite(tmp_path / "a", 3)
-    b_suite = write_suite(tmp_path / "b", 4)
-    with SuiteModel(a_suite.cases) as model:
-        _, run_a = _run(model.server, tmp_path, tmp_path / "a", "ra")
-    with SuiteModel(b_suite.cases) as model:
-        _, run_b = _run(model.server, tmp_path, tmp_path / "b", "rb")
-    capsys.readouterr()
-    assert main(["compare", str(run_a), str(run_b)]) == 2
-    assert "different datasets" in capsys.readouterr().err
-    assert main(["compare", str(run_a), str(run_b), "--common-only"]) == 0
-    assert "on 3 shared cases" in capsys.readouterr().out
-
-
 def test_matrix_run_over_two_variants(tmp_path, capsys):
     suite = write_suite(tmp_path / "toy", 3)
     with SuiteModel(suite.cases) as model:
