@@ -12,12 +12,12 @@ from hy_eval.harness.run._matrix import (
     flipped_sections,
     metric_table,
     run_matrix,
-    run_suite,
 )
 from hy_eval.harness.run._perturbed import run_with_perturbations
 from hy_eval.harness.run._plan import RunError
 from hy_eval.harness.run._progress import Progress, clock
 from hy_eval.harness.run._runner import Runner
+from hy_eval.harness.run._suite import run_suite
 
 __all__ = [
     "LOCK_NAME",

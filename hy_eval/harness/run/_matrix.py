@@ -13,30 +13,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hy_eval.harness.datasets import Suite
 from hy_eval.harness.run._config import RunConfig
 from hy_eval.harness.run._plan import REPORTS_DIR, RunError
-from hy_eval.harness.run._runner import Runner
+from hy_eval.harness.run._suite import run_suite
 from hy_eval.harness.runlog import Comparison, MatrixFile, RunSummary, write_matrix_file
 from hy_eval.llm import ModelSpec
-
-
-def run_suite(
-    config: RunConfig,
-    perturbations: Sequence[str] = (),
-    seed: int = 0,
-    *,
-    suite: Suite | None = None,
-) -> tuple[Path, RunSummary, int]:
-    """One run and, with ``perturbations``, a run per perturbation under
-    ``RUN/perturb/<name>/``. ``suite``: ``config.suite`` already loaded (it is then not
-    loaded again). Returns the run folder, its summary (as ``summary.json`` holds it) and
-    the exit code; raises ``RunError``."""
-    if not perturbations:
-        return Runner(config, suite).run()
-    from hy_eval.harness.run._perturbed import run_with_perturbations
-
-    return run_with_perturbations(config, list(perturbations), seed)
 
 
 @dataclass(frozen=True)
