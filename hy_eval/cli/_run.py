@@ -91,6 +91,7 @@ def _loaded_suite(suite: str | None) -> Any:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from hy_eval.harness import RunError, run_suite, terminal_summary
+    from hy_eval.harness.run import resume_settings
 
     if args.suite is None and args.resume is None:
         raise UserError("give --suite NAME (for example --suite multi_speaker) or --resume DIR")
@@ -103,6 +104,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     perturbations = _perturbations(args)
     config = run_config(args)
     try:
+        # On a resume, the settings that run (its manifest's): the messages below name them.
+        config, _ = resume_settings(config)
         run_dir, summary, code = run_suite(
             config, perturbations, args.perturb_seed, suite=None if args.resume else suite
         )
@@ -126,7 +129,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     return code
 
 
-def _miss_hint(args: argparse.Namespace, config: Any, perturbation: str | None) -> str:
+def _miss_hint(args: argparse.Namespace, config: RunConfig, perturbation: str | None) -> str:
     """How to record the answers a replay-only run missed. ``cassette record`` records the
     unperturbed suite only; a perturbed run's answers come from a read-write run."""
     if perturbation is None:

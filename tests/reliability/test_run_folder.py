@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from hy_eval._exitcodes import ExitCode
 from hy_eval.cli import main
 from hy_eval.harness import RunError, Runner
 from hy_eval.harness.datasets import DATASETS_DIR
@@ -399,3 +400,27 @@ def test_a_lock_file_that_is_a_symlink_is_not_followed(tmp_path, capsys):
     (line,) = error_lines(capsys)
     assert "cannot open the run folder's lock file" in line
     assert not target.exists()
+
+
+def test_what_a_resume_prints_names_the_settings_that_ran(tmp_path, capsys):
+    """A resume runs with its manifest's suite; the replay-only miss hint after it names
+    that suite, not the command line's default."""
+    suite = write_suite(tmp_path / "suite", 3)
+    with SuiteModel(suite.cases) as model:
+        run_dir = interrupted_run(model, tmp_path, 3, "--cache-mode", "off")
+        capsys.readouterr()
+        code = main(
+            [
+                "--resume",
+                str(run_dir),
+                *model_args(model.server),
+                "--cache-mode",
+                "replay-only",
+                "--cache",
+                str(tmp_path / "empty.sqlite"),
+                "--quiet",
+            ]
+        )
+    assert code == ExitCode.CACHE_MISS
+    (line,) = error_lines(capsys)
+    assert f"--suite {tmp_path / 'toy'}" in line

@@ -14,7 +14,7 @@ from hy_eval.harness.run._matrix import (
     run_matrix,
 )
 from hy_eval.harness.run._perturbed import run_with_perturbations
-from hy_eval.harness.run._plan import RunError
+from hy_eval.harness.run._plan import RunError, resume_settings
 from hy_eval.harness.run._progress import Progress, clock
 from hy_eval.harness.run._runner import Runner
 from hy_eval.harness.run._suite import run_suite
@@ -32,6 +32,7 @@ __all__ = [
     "flipped_sections",
     "metric_table",
     "record_cassette",
+    "resume_settings",
     "run_case",
     "run_matrix",
     "run_suite",

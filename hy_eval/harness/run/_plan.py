@@ -57,24 +57,34 @@ class RunPlan:
     previous: RunManifest | None
 
 
+def resume_settings(cfg: RunConfig) -> tuple[RunConfig, RunManifest | None]:
+    """The settings a run of ``cfg`` runs with, and the manifest it resumes: on a
+    resume, the manifest's identity and selection taken (``RunConfig.resumed``) and its
+    endpoints held to the command line's; else ``cfg`` itself and None. The command line
+    calls it too, so that what it prints after a run names the settings that ran."""
+    if not cfg.resume:
+        return cfg, None
+    resume_dir = Path(cfg.resume)
+    try:
+        previous = read_manifest(resume_dir)
+    except RunFolderError as exc:
+        raise RunError(str(exc)) from None
+    # Provider, model and base URL stay the command line's (checked by the runner).
+    try:
+        cfg = cfg.resumed(previous.params)
+    except ValueError as exc:
+        raise RunError(f"{resume_dir}/manifest.json: {exc}") from None
+    problem = endpoint_mismatch(resume_dir, previous, cfg)
+    if problem:
+        raise RunError(problem)
+    return cfg, previous
+
+
 def plan_run(cfg: RunConfig, suite: Suite | None = None) -> RunPlan:
     """The plan of the run ``cfg`` describes (on a resume, with the run's saved settings).
     ``suite`` is the suite ``cfg.suite`` names when the caller has loaded it already."""
-    previous: RunManifest | None = None
-    if cfg.resume:
-        resume_dir = Path(cfg.resume)
-        try:
-            previous = read_manifest(resume_dir)
-        except RunFolderError as exc:
-            raise RunError(str(exc)) from None
-        # Provider, model and base URL stay the command line's (checked by the runner).
-        try:
-            cfg = cfg.resumed(previous.params)
-        except ValueError as exc:
-            raise RunError(f"{resume_dir}/manifest.json: {exc}") from None
-        problem = endpoint_mismatch(resume_dir, previous, cfg)
-        if problem:
-            raise RunError(problem)
+    cfg, previous = resume_settings(cfg)
+    if previous is not None:
         suite = None  # the suite the manifest names
     problem = cfg.problem()
     if problem:
