@@ -28,6 +28,7 @@ from typing import Any, TextIO
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from hy_eval._redact import redact
+from hy_eval._terminal import neutralise
 from hy_eval.harness.runlog._jsonfile import SCHEMA_VERSION, RunFolderError, write_json
 from hy_eval.harness.runlog._score import ScoreRecord
 from hy_eval.harness.runlog._summary import RunSummary, read_summary
@@ -199,9 +200,19 @@ def _complete_lines(path: Path) -> Iterator[str]:
 
 
 def read_records(path: Path) -> Iterator[CaseRecord]:
-    """The complete records of a ``cases.jsonl``, in file order."""
-    for line in _complete_lines(path):
-        yield CaseRecord.model_validate_json(line)
+    """The complete records of a ``cases.jsonl``, in file order. A line that is no case
+    record is ``RunFolderError``: one line naming the file, the line and the field, never
+    the value (which can be any length, and any text)."""
+    for number, line in enumerate(_complete_lines(path), start=1):
+        try:
+            yield CaseRecord.model_validate_json(line)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = neutralise(".".join(str(p) for p in first["loc"]) or "json", keep="")
+            problem = "missing" if first["type"] == "missing" else str(first["msg"]).rstrip(".")
+            raise RunFolderError(
+                f"{path}:{number}: not a case record: {where}: {problem.lower()}"
+            ) from None
 
 
 def repair_records(path: Path) -> set[str]:

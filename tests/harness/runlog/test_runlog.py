@@ -114,3 +114,19 @@ def test_the_suite_kind_is_declared_in_data(tmp_path):
     (folder / "suite.toml").write_text('kind = "histories"\n')
     with pytest.raises(DatasetError, match="suite.toml:0: kind"):
         suite_kind(folder)
+
+
+def test_a_line_that_is_no_case_record_is_one_line_naming_the_field(tmp_path):
+    """A typed score refuses ``passed: 1``; the reader says where in one line (file,
+    line, field), never a pydantic report quoting the value."""
+    from tests.harness.report.test_report import scored_record
+
+    good, bad = scored_record(1), scored_record(2)
+    bad["score"]["passed"] = 1
+    bad["error"] = "\x1b]52;c;planted\x07" * 50
+    path = tmp_path / "cases.jsonl"
+    path.write_text(json.dumps(good) + "\n" + json.dumps(bad) + "\n")
+    with pytest.raises(RunFolderError) as err:
+        list(read_records(path))
+    message = str(err.value)
+    assert message == f"{path}:2: not a case record: score.passed: input should be a valid boolean"
