@@ -91,10 +91,6 @@ def fill_cache_by_batches(
     """Run the batch rounds for ``todo``; return the folder's batch totals (for the
     summary's ``calls.batch``). On SIGINT leave the batches running (or cancel them with
     ``--batch-cancel-on-interrupt``) and raise ``InterruptedRun`` (the user is told)."""
-    if cfg.cache_mode != "read-write":
-        raise RunError("--batch needs --cache-mode read-write (its answers go to the cache)")
-    if not cfg.batch_poll_interval > 0:
-        raise RunError(f"--batch-poll-interval must be above 0 (got {cfg.batch_poll_interval!r})")
     try:
         # A client of its own: its HTTP connections belong to this phase's event loop.
         batch_llm = cfg.model_options().client()

@@ -58,7 +58,9 @@ SAVED_IDENTITY = (
 class RunConfig(BaseModel):
     """What to run. The model fields carry ``ModelOptions``' names (see :meth:`of`)."""
 
-    model_config = ConfigDict(use_attribute_docstrings=True)
+    model_config = ConfigDict(
+        use_attribute_docstrings=True, extra="forbid", strict=True, validate_assignment=True
+    )
 
     suite: str = "multi_speaker"
     """Suite name (a folder under datasets/) or a folder path."""
@@ -197,6 +199,10 @@ class RunConfig(BaseModel):
         ):
             rule = f"between 1 and --repeats ({self.repeats})"
             return f"--pass-k must be {rule} (got {self.pass_k!r})"
+        if self.batch and self.cache_mode != "read-write":
+            return "--batch needs --cache-mode read-write (its answers go to the cache)"
+        if not self.batch_poll_interval > 0:
+            return f"--batch-poll-interval must be above 0 (got {self.batch_poll_interval!r})"
         if self.matcher not in MATCHERS:
             return f"--matcher must be one of {', '.join(MATCHERS)} (got {self.matcher!r})"
         return self.model_options().problem()
