@@ -7,10 +7,8 @@ hand back the text and whether the gates hold.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from hy_eval.harness.gate._gate import Gates, evaluate, gate_text
 from hy_eval.harness.runlog import GatesFile, RunSummary, write_gates_file
@@ -30,7 +28,7 @@ class GateVerdict:
 
 def apply_gates(
     gates: Gates,
-    summary: RunSummary | Mapping[str, Any],
+    summary: RunSummary,
     run_dir: Path,
     baseline: str | Path | None,
 ) -> GateVerdict:
@@ -38,7 +36,7 @@ def apply_gates(
     against ``gates`` and, where a gate needs one, the baseline (``baseline``, else the
     gates file's, else ``reports/baselines/<suite>.json``). Raises ``GateConfigError`` or
     ``CompareError`` for a baseline that is missing or cannot be compared."""
-    result = evaluate(gates, RunSummary.of(summary), run_dir, baseline)
+    result = evaluate(gates, summary, run_dir, baseline)
     verdict = GatesFile(
         failures=result.failures,
         untested=result.untested,

@@ -5,9 +5,7 @@ the base run's summary.json and report.md."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from hy_eval.harness.runlog import (
     ConsistencyResult,
@@ -67,9 +65,8 @@ def fragility_lines(s: ConsistencyResult) -> list[str]:
     return lines
 
 
-def terminal_lines(summary: RunSummary | Mapping[str, Any]) -> list[str]:
+def terminal_lines(summary: RunSummary) -> list[str]:
     """One line per perturbation for the terminal summary."""
-    summary = RunSummary.of(summary)
     return [
         f"perturbation {name}: consistency {_pct(s.consistency)} over {s.cases} cases "
         f"({s.changed_cases_count} changed, {s.skipped} skipped)"

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -334,10 +333,9 @@ def truncation_line(summary: RunSummary) -> str:
     return f"Answers cut to the schema's limits in {cases} case(s): {kinds}."
 
 
-def terminal_summary(summary: RunSummary | Mapping[str, Any], run_dir: Path) -> str:
+def terminal_summary(summary: RunSummary, run_dir: Path) -> str:
     """The summary for the terminal: the metrics with their intervals, and what a reader
     needs to know about how they were made."""
-    summary = RunSummary.of(summary)
     m = summary.metrics
     width = max(len(n) for n in METRICS)
     rows = [f"{'metric':<{width}}  {'value':>7}  95% CI            n"]

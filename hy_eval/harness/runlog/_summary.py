@@ -9,7 +9,6 @@ run did not finish, marked ``partial``); ``run/_perturbed.py`` writes it again w
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -241,12 +240,6 @@ class RunSummary(RunFile):
         default_factory=dict,
         description="With --perturb: perturbation -> its runs' metrics and consistency.",
     )
-
-    @classmethod
-    def of(cls, summary: RunSummary | Mapping[str, Any]) -> RunSummary:
-        """``summary``, or the summary whose JSON data it is (``to_data()``: the form
-        ``run_suite`` hands to the command line, which annotates it as a dict)."""
-        return summary if isinstance(summary, RunSummary) else cls.model_validate(summary)
 
 
 def read_summary(run_dir: Path) -> RunSummary | None:

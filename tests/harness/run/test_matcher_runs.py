@@ -190,7 +190,7 @@ def test_the_command_line_chooses_the_matcher_and_compare_refuses_a_mix(tmp_path
         assert main(["run", *flags, *judged]) == 0
     summary = json.loads((tmp_path / "j" / "summary.json").read_text())
     assert summary["matcher"] == "judge" and summary["judge"]["model"] == "judge-m"
-    assert recall(RunSummary.of(summary)) == (1, 3)
+    assert recall(RunSummary.model_validate(summary)) == (1, 3)
     capsys.readouterr()
     assert main(["compare", str(tmp_path / "k"), str(tmp_path / "j")]) == 2
     assert "different matchers (A keyword, B judge)" in capsys.readouterr().err
