@@ -31,6 +31,7 @@ from hy_eval.cli import (
     _memory,
     _report,
     _run,
+    _serve,
 )
 from hy_eval.cli._errors import UserError
 
@@ -47,6 +48,7 @@ COMMANDS = (
     "cassette",
     "matchers",
     "report",
+    "serve",
 )
 
 
@@ -65,6 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     _memory.register(sub)
     _matchers.register(sub)
     _report.register(sub)
+    _serve.register(sub)
     # ``python run_eval.py --help`` is the run command's help: it names the others too.
     others = ", ".join(c for c in COMMANDS if c != "run")
     sub.choices["run"].epilog = (
