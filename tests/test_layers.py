@@ -26,14 +26,20 @@ def harness_imports(path: Path) -> list[tuple[int, str]]:
     line, TYPE_CHECKING blocks and function bodies included. ``from pkg import mod``
     names the submodule when ``mod`` is one."""
     found = []
+    here = _module(path).split(".")
+    package = here if path.name == "__init__.py" else here[:-1]
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
             found += [(node.lineno, a.name) for a in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+        elif isinstance(node, ast.ImportFrom):
+            module = node.module or ""
+            if node.level:  # ``from ..report import x``: resolved against this package
+                base = package[: len(package) - node.level + 1]
+                module = ".".join([*base, *([module] if module else [])])
             for a in node.names:
-                sub = HARNESS.joinpath(*node.module.split(".")[2:], a.name)
+                sub = HARNESS.joinpath(*module.split(".")[2:], a.name)
                 is_module = sub.with_suffix(".py").is_file() or sub.is_dir()
-                found.append((node.lineno, f"{node.module}.{a.name}" if is_module else node.module))
+                found.append((node.lineno, f"{module}.{a.name}" if is_module else module))
     return [(line, m) for line, m in found if m.startswith("hy_eval.harness")]
 
 
@@ -97,6 +103,8 @@ def test_the_check_sees_type_checking_imports_and_private_paths(tmp_path, monkey
     side.write_text("def f():\n    from hy_eval.harness.scoring._strict import decide\n")
     cli = fake / "cli.py"
     cli.write_text("from hy_eval.harness.scoring import _strict\n")
+    relative = fake / "harness" / "scoring" / "_relative.py"
+    relative.write_text("from ..report import draw\n")
     fine = fake / "harness" / "report" / "_fine.py"
     fine.write_text("from hy_eval.harness.scoring import decide\n")
     monkeypatch.setattr(f"{__name__}.PACKAGE", fake)
@@ -104,4 +112,5 @@ def test_the_check_sees_type_checking_imports_and_private_paths(tmp_path, monkey
     assert "above floor datasets" in " ".join(problems_of(up))
     assert "private module of floor scoring" in " ".join(problems_of(side))
     assert "not a public name" in " ".join(problems_of(cli))
+    assert "floor report is above floor scoring" in " ".join(problems_of(relative))
     assert problems_of(fine) == []

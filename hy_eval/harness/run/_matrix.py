@@ -1,4 +1,4 @@
-"""The runs the ``run`` command starts: one run with its perturbed runs, or a matrix.
+"""Matrix runs: one suite under every (model, variant) combination.
 
 A matrix runs every case under every (model, variant) combination, one sub-folder each,
 all sharing the answer cache; then compares each combination with the first (paired

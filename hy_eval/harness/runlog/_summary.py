@@ -2,8 +2,8 @@
 the counters of its model calls and, for a metamorphic run, one section per perturbation.
 
 ``report/_write.py`` writes it when a run ends (or ``hy-eval report`` for a folder whose
-run did not finish, marked ``partial``); ``run/_perturbed.py`` writes it again with the
-``perturbations`` sections. A summary of a run with no finished case holds only
+run did not finish, marked ``partial``); ``report/_perturbed.add_perturbations`` writes it again
+with the ``perturbations`` sections. A summary of a run with no finished case holds only
 ``cases`` (0) and ``metrics``.
 """
 
