@@ -105,7 +105,7 @@ def run_outcomes(run_dir: str | Path) -> RunOutcomes:
     except RunFolderError as exc:
         raise CompareError(str(exc)) from None
     manifest = run.manifest
-    table = case_table(rows, manifest.params.get("pass_k"))
+    table = case_table(rows, manifest.params.pass_k)
     counts = case_counts(table) if len(rows) else {}
     passed = dict(zip(table["id"], map(bool, table["passed"]), strict=True)) if len(rows) else {}
     return RunOutcomes(

@@ -37,15 +37,13 @@ def planned_cases(manifest: RunManifest) -> int | None:
     params = manifest.params
     try:
         # The suite as the command line named it (a name or a folder), as the run loaded it.
-        suite = load_suite(str(params.get("suite") or manifest.suite))
-        cases = select_cases(
-            suite.refs, params.get("filter"), params.get("sample"), params.get("limit")
-        )
+        suite = load_suite(params.suite or manifest.suite)
+        cases = select_cases(suite.refs, params.filter, params.sample, params.limit)
     except (DatasetError, ValueError, OSError):
         return None
     if suite.hash != manifest.dataset_hash:
         return None
-    repeats = params.get("repeats")
+    repeats = params.repeats
     return len(cases) * (repeats if isinstance(repeats, int) and repeats > 0 else 1)
 
 
@@ -75,7 +73,7 @@ def report_folder(run_dir: Path) -> RunSummary:
     else:
         calls, wall = CallCounts(), 0.0
         partial = PartialRun(cases_done=len(done), cases_planned=planned_cases(manifest))
-    pass_k = manifest.params.get("pass_k")
+    pass_k = manifest.params.pass_k
     return write_reports(
         run_dir,
         manifest,

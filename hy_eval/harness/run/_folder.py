@@ -102,10 +102,10 @@ def resume_command(run_dir: Path, manifest: RunManifest) -> str:
     if manifest.provider not in (None, "local"):
         parts += ["--provider", str(manifest.provider)]
     for flag, key in (("--model", "model"), ("--base-url", "base_url")):
-        if params.get(key):
-            parts += [flag, str(params[key])]
+        if getattr(params, key):
+            parts += [flag, str(getattr(params, key))]
     for flag, key in RESUME_FLAGS:
-        value = params.get(key)
+        value = getattr(params, key)
         if value and value != _DEFAULTS.get(key):
             parts += [flag, str(value)]
     return redact(" ".join(shlex.quote(p) for p in parts))
@@ -123,9 +123,9 @@ def endpoint_mismatch(run_dir: Path, manifest: RunManifest, cfg: RunConfig) -> s
     its default while the run used another file is refused: its answers would be written
     where later runs with that ``--cache`` do not look."""
     params = manifest.params
-    judged = cfg.matcher == "judge" or params.get("matcher") == "judge"
+    judged = cfg.matcher == "judge" or params.matcher == "judge"
     for flag, key in RESUME_FLAGS:
-        saved, given = params.get(key), getattr(cfg, key)
+        saved, given = getattr(params, key), getattr(cfg, key)
         if key == "cache_path":
             if given != DEFAULT_CACHE_PATH or saved in (None, DEFAULT_CACHE_PATH):
                 continue

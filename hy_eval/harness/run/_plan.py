@@ -71,7 +71,7 @@ def resume_settings(cfg: RunConfig) -> tuple[RunConfig, RunManifest | None]:
         raise RunError(str(exc)) from None
     # Provider, model and base URL stay the command line's (checked by the runner).
     try:
-        cfg = cfg.resumed(previous.params)
+        cfg = cfg.resumed(previous.params.saved())
     except ValueError as exc:
         raise RunError(f"{resume_dir}/manifest.json: {exc}") from None
     problem = endpoint_mismatch(resume_dir, previous, cfg)

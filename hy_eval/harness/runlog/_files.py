@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from hy_eval._redact import redact
 from hy_eval._terminal import neutralise
-from hy_eval.harness.runlog._jsonfile import SCHEMA_VERSION, RunFolderError, write_json
+from hy_eval.harness.runlog._jsonfile import SCHEMA_VERSION, Number, RunFolderError, write_json
 from hy_eval.harness.runlog._score import ScoreRecord
 from hy_eval.harness.runlog._summary import RunSummary, read_summary
 
@@ -49,6 +49,60 @@ PACKAGES = (
     "numpy",
     "matplotlib",
 )
+
+
+class RunParams(BaseModel):
+    """The run's settings as its manifest records them (``RunConfig.params()``: every
+    setting but the key and the progress switch). Each is None when the manifest does not
+    say (a run from before the setting existed); the run's code reads them by attribute,
+    and a resume takes them through ``RunConfig.resumed``. Types are strict: ``true`` is
+    no count and ``"5"`` no number, here as on the command line."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    suite: str | None = Field(default=None, description="Suite name or folder.")
+    provider: str | None = Field(default=None, description="Provider the run asked.")
+    model: str | None = Field(default=None, description="Model id the command line named.")
+    base_url: str | None = Field(default=None, description="Endpoint, credentials redacted.")
+    structured: str | None = Field(default=None, description="openai's structured mode flag.")
+    variant: str | None = Field(default=None, description="Prompt variant.")
+    limit: int | None = Field(default=None, description="The first N cases only.")
+    sample: int | None = Field(default=None, description="N cases spread over the suite.")
+    filter: str | None = Field(default=None, description="Case filter, key=value pairs.")
+    concurrency: int | None = Field(default=None, description="Calls at once.")
+    cache_mode: str | None = Field(default=None, description="The answer cache's mode.")
+    cache_path: str | None = Field(default=None, description="The answer cache file.")
+    out: str | None = Field(default=None, description="The run folder asked for.")
+    resume: str | None = Field(default=None, description="The folder resumed, if one.")
+    guard: bool | None = Field(default=None, description="The cross-subject guard (R2) on.")
+    reuse: bool | None = Field(default=None, description="Finished records reused.")
+    timeout: Number | None = Field(default=None, description="Seconds per call.")
+    threads: int | None = Field(default=None, description="The local model's threads.")
+    retries: int | None = Field(default=None, description="Retries per call.")
+    retry_base_delay: Number | None = Field(default=None, description="First backoff delay.")
+    max_error_rate: Number | None = Field(default=None, description="Tolerated error share.")
+    prices: str | None = Field(default=None, description="The price table file.")
+    repeats: int | None = Field(default=None, description="Runs of each case.")
+    temperature: Number | None = Field(default=None, description="Sampling temperature.")
+    pass_k: int | None = Field(default=None, description="Repeats a case must pass.")
+    perturb: str | None = Field(default=None, description="The perturbation run.")
+    perturb_seed: int | None = Field(default=None, description="The perturbation's seed.")
+    matcher: str | None = Field(default=None, description="How facts were paired.")
+    judge_provider: str | None = Field(default=None, description="The judge's provider.")
+    judge_model: str | None = Field(default=None, description="The judge's model.")
+    judge_base_url: str | None = Field(default=None, description="The judge's endpoint.")
+    judge_variant: str | None = Field(default=None, description="The judge's prompt variant.")
+    batch: bool | None = Field(default=None, description="Answers fetched in batches.")
+    batch_poll_interval: Number | None = Field(
+        default=None, description="Seconds between two polls of the batches."
+    )
+    batch_cancel_on_interrupt: bool | None = Field(
+        default=None, description="Batches cancelled on Ctrl-C."
+    )
+
+    def saved(self) -> dict[str, Any]:
+        """The settings the manifest holds, as written (none it does not name)."""
+        return self.model_dump(mode="json", exclude_unset=True)
 
 
 class RunManifest(BaseModel):
@@ -72,8 +126,8 @@ class RunManifest(BaseModel):
         default=None,
         description="The openai provider's structured-output mode and how it was chosen.",
     )
-    params: dict[str, Any] = Field(
-        default_factory=dict, description="The run's settings (RunConfig.params(), no key)."
+    params: RunParams = Field(
+        default_factory=RunParams, description="The run's settings (RunConfig.params(), no key)."
     )
     git: dict[str, Any] = Field(
         default_factory=dict, description="Commit and dirty flag of the code that ran."
@@ -88,13 +142,13 @@ class RunManifest(BaseModel):
     @property
     def label(self) -> str:
         """``provider:model/variant``, as comparisons name a run."""
-        return f"{self.provider}:{self.model}/{self.params.get('variant')}"
+        return f"{self.provider}:{self.model}/{self.params.variant}"
 
     @property
     def matcher(self) -> str:
         """The matcher that paired facts; ``keyword`` for a run from before matchers were
         selectable."""
-        return str(self.params.get("matcher") or "keyword")
+        return self.params.matcher or "keyword"
 
 
 class CaseRecord(BaseModel):
@@ -257,7 +311,9 @@ class RecordWriter:
 
 
 def write_manifest(run_dir: Path, manifest: RunManifest) -> None:
-    write_json(run_dir / MANIFEST_NAME, manifest.model_dump(mode="json"))
+    data = manifest.model_dump(mode="json")
+    data["params"] = manifest.params.saved()  # as written: no setting it does not name
+    write_json(run_dir / MANIFEST_NAME, data)
 
 
 def read_manifest(run_dir: Path) -> RunManifest:

@@ -230,12 +230,12 @@ def matcher_info(manifest: RunManifest, unusable: int) -> dict[str, Any]:
     if quality is not None:
         out["matcher_quality"] = quality
     if name == "judge":
-        provider = params.get("judge_provider") or manifest.provider
+        provider = params.judge_provider or manifest.provider
         same = provider == manifest.provider
         out["judge"] = JudgeInfo(
             provider=provider,
-            model=params.get("judge_model") or (manifest.model if same else None),
-            variant=params.get("judge_variant") or "default",
+            model=params.judge_model or (manifest.model if same else None),
+            variant=params.judge_variant or "default",
             unusable=unusable,
         )
     return out

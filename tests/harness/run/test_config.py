@@ -56,3 +56,15 @@ def test_batch_flags_are_checked_before_anything_is_made(tmp_path, capsys):
     assert main([*args, "--out", str(out), "--quiet"]) == 2
     assert "--batch-poll-interval must be above 0 (got 0.0)" in capsys.readouterr().err
     assert not out.exists()  # no manifest, no lock: the model was never set up
+
+
+def test_the_manifest_records_the_settings_as_params_and_a_resume_reads_them_back():
+    from hy_eval.harness.runlog import RunParams
+
+    config = RunConfig(limit=3, guard=False, timeout=5.0, api_key="sk-never-written")
+    params = RunParams.model_validate(config.params())
+    assert (params.limit, params.guard, params.timeout, params.matcher) == (3, False, 5.0, "strict")
+    assert "api_key" not in params.saved() and "progress" not in params.saved()
+    assert RunConfig().resumed(params.saved()).limit == 3
+    with pytest.raises(ValidationError):
+        RunParams.model_validate({"limit": True})  # strict, as on the command line
