@@ -282,7 +282,7 @@ def test_shipped_multi_speaker_suite_has_the_size_and_shape_it_was_built_to():
     names = Counter(c.speakers.user_name for c in suite.cases if c.speakers.user_name)
     assert max(names.values()) <= 0.05 * n, names.most_common(3)
     assert st.duplicates == []
-    # Item 6: the MDE at the baseline's rates, attribution with every gold fact matched
+    # The MDE at the baseline's rates, attribution with every gold fact matched
     # (the suite's capacity; docs/datasets.md, "Suite statistics").
     power = {r["metric"]: r for r in st.power}
     assert power["attribution_accuracy"]["mde_all"] <= 0.05, power["attribution_accuracy"]
