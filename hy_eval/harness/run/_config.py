@@ -177,9 +177,10 @@ class RunConfig(BaseModel):
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"])
+            got = repr(first["input"])  # a manifest is input: any length, any text
+            got = got if len(got) <= 60 else got[:57] + "..."
             raise ValueError(
-                f"params.{where} {first['msg'][0].lower()}{first['msg'][1:]} "
-                f"(got {first['input']!r})"
+                f"params.{where} {first['msg'][0].lower()}{first['msg'][1:]} (got {got})"
             ) from None
 
     def problem(self) -> str | None:

@@ -68,3 +68,9 @@ def test_the_manifest_records_the_settings_as_params_and_a_resume_reads_them_bac
     assert RunConfig().resumed(params.saved()).limit == 3
     with pytest.raises(ValidationError):
         RunParams.model_validate({"limit": True})  # strict, as on the command line
+
+
+def test_a_resume_names_a_bad_value_short():
+    with pytest.raises(ValueError) as err:
+        RunConfig().resumed({"suite": ["x" * 10_000]})
+    assert len(str(err.value)) < 160 and str(err.value).startswith("params.suite")
