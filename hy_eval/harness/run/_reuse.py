@@ -39,12 +39,23 @@ CREATE TABLE IF NOT EXISTS case_records (
 _BATCH = 64
 
 
+#: What a record's score can depend on inside the package: its code, and data files such
+#: as the strict matcher's word list (``scoring/data/``).
+FINGERPRINTED = (".py", ".txt")
+
+
 @cache
 def code_fingerprint() -> str:
-    """SHA-256 over every source file of the ``hy_eval`` package (path and bytes)."""
-    root = Path(__file__).resolve().parents[2]
+    """SHA-256 over every source and data file of the ``hy_eval`` package (path and
+    bytes)."""
+    return fingerprint_of(Path(__file__).resolve().parents[2])
+
+
+def fingerprint_of(root: Path) -> str:
+    """SHA-256 over the paths and bytes of the files under ``root`` whose suffix is in
+    ``FINGERPRINTED``."""
     h = hashlib.sha256()
-    for path in sorted(root.rglob("*.py")):
+    for path in sorted(p for p in root.rglob("*") if p.suffix in FINGERPRINTED):
         h.update(str(path.relative_to(root)).encode() + b"\0")
         h.update(path.read_bytes() + b"\0")
     return h.hexdigest()

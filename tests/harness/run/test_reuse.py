@@ -176,3 +176,18 @@ def test_no_reuse_flag_recomputes_from_cached_answers(tmp_path):
         _, summary, _ = Runner(config(model.server, tmp_path, "two", reuse=False)).run()
         assert model.server.count == before
     assert summary.calls.records_reused == 0 and summary.calls.cache_hits == 6
+
+
+def test_the_code_fingerprint_sees_the_matchers_word_list(tmp_path):
+    """The strict matcher's word list decides scores as code does: a record scored with
+    another list must not be reused."""
+    (tmp_path / "scoring" / "data").mkdir(parents=True)
+    (tmp_path / "scoring" / "_strict.py").write_text("x = 1\n")
+    words = tmp_path / "scoring" / "data" / "lexicon_en_zh.txt"
+    words.write_text("dog\t狗\n")
+    before = _reuse.fingerprint_of(tmp_path)
+    words.write_text("dog\t狗\ncat\t猫\n")
+    after = _reuse.fingerprint_of(tmp_path)
+    assert after != before
+    (tmp_path / "notes.md").write_text("a file that decides no score")
+    assert _reuse.fingerprint_of(tmp_path) == after
