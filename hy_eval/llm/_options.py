@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from hy_eval._numbers import is_integer, is_number
 from hy_eval.llm._base import ConfigError
 
 if TYPE_CHECKING:
@@ -59,22 +60,22 @@ class ModelOptions:
         """A one-line problem with the numbers or choices, or ``None``. The only check of
         these flags: ``memory add`` calls it, and so does ``RunConfig.problem`` for
         ``run``."""
-        if not _number(self.timeout) or self.timeout <= 0:
+        if not is_number(self.timeout) or self.timeout <= 0:
             return f"--timeout must be above 0 seconds (got {self.timeout!r})"
-        if not _integer(self.retries) or self.retries < 0:
+        if not is_integer(self.retries) or self.retries < 0:
             return f"--retries must be 0 or more (got {self.retries!r})"
-        if not _number(self.retry_base_delay) or self.retry_base_delay < 0:
+        if not is_number(self.retry_base_delay) or self.retry_base_delay < 0:
             return f"--retry-delay must be 0 or more (got {self.retry_base_delay!r})"
         if self.concurrency is not None and (
-            not _integer(self.concurrency) or self.concurrency < 1
+            not is_integer(self.concurrency) or self.concurrency < 1
         ):
             return f"--concurrency must be at least 1 (got {self.concurrency!r})"
-        if not _number(self.temperature) or self.temperature < 0:
+        if not is_number(self.temperature) or self.temperature < 0:
             return f"--temperature must be 0 or more (got {self.temperature!r})"
         if self.structured and self.provider != "openai":
             return "--structured applies to the openai provider only"
         if self.threads is not None:
-            if not _integer(self.threads) or self.threads < 1:
+            if not is_integer(self.threads) or self.threads < 1:
                 return f"--threads must be at least 1 (got {self.threads!r})"
             if self.provider != "local":
                 return "--threads applies to the local provider only"
@@ -110,12 +111,3 @@ class ModelOptions:
         if self.threads is not None:
             options["threads"] = self.threads
         return options or None
-
-
-def _number(value: object) -> bool:
-    """A real number (not a bool, not NaN)."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value
-
-
-def _integer(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)

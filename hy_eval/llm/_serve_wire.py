@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hy_eval._json import JsonTextError, loads_untrusted
+from hy_eval._numbers import is_integer
 from hy_eval.llm._base import Completion, Request, short_text
 from hy_eval.llm._embed import DEFAULT_DIMENSIONS, EMBEDDING_MODEL, MAX_DIMENSIONS
 
@@ -116,10 +117,6 @@ def read_json_body(raw: bytes) -> dict[str, Any]:
 
 def _number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def _integer(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def check_model(body: Mapping[str, Any], served: tuple[str, ...]) -> str:
@@ -254,7 +251,7 @@ def _max_tokens(body: Mapping[str, Any]) -> int:
         value = body.get(name)
         if value is None:
             continue
-        if not _integer(value) or value < 1:
+        if not is_integer(value) or value < 1:
             raise _bad(f"{name} must be a whole number of at least 1", name)
         return int(value)
     return DEFAULT_MAX_TOKENS
@@ -264,7 +261,7 @@ def _seed(body: Mapping[str, Any]) -> int:
     value = body.get("seed")
     if value is None:
         return 0  # Request's default: one fixed seed, so a repeated request is a cache hit
-    if not _integer(value):
+    if not is_integer(value):
         raise _bad("seed must be a whole number", "seed")
     return int(value)
 
@@ -432,7 +429,7 @@ def read_embeddings(body: Mapping[str, Any]) -> EmbeddingCall:
             "unsupported_parameter",
         )
     dimensions = body.get("dimensions", DEFAULT_DIMENSIONS)
-    if not _integer(dimensions) or not 1 <= dimensions <= MAX_DIMENSIONS:
+    if not is_integer(dimensions) or not 1 <= dimensions <= MAX_DIMENSIONS:
         raise _bad(f"dimensions must be a whole number from 1 to {MAX_DIMENSIONS}", "dimensions")
     encoding = body.get("encoding_format", "float")
     if encoding not in ("float", "base64"):

@@ -13,15 +13,14 @@ wrong. A torn last line (a killed run) is skipped, as ``runlog`` skips it.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 from pydantic import ValidationError
 
 from hy_eval._json import MAX_DEPTH, JsonTextError, loads_untrusted
 from hy_eval._terminal import neutralise
-from hy_eval.harness.runlog import CaseRecord, RunFolderError, ScoreRecord
+from hy_eval.harness.runlog import CaseRecord, RunFolderError, ScoreRecord, first_problem
 from hy_eval.harness.scoring import METRICS
 
 #: A record holds a dataset line and model answers (each read at most ``MAX_DEPTH``
@@ -64,9 +63,7 @@ def check_record_line(text: str, path: Path, number: int) -> CaseRecord:
     try:
         record = CaseRecord.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        field = ".".join(str(p) for p in first["loc"]) or "json"
-        raise _bad(path, number, field, _pydantic_problem(first)) from None
+        raise _bad(path, number, *first_problem(exc)) from None
     problem = record_problem(record)
     if problem is not None:
         raise _bad(path, number, *problem)
@@ -76,13 +73,6 @@ def check_record_line(text: str, path: Path, number: int) -> CaseRecord:
 def _bad(path: Path, number: int, field: str, problem: str) -> RunFolderError:
     field = neutralise(field, keep="")
     return RunFolderError(f"{_where(path, number)}: not a case record: {field}: {problem}")
-
-
-def _pydantic_problem(error: Mapping[str, Any]) -> str:
-    """pydantic's message without the input it quotes (which can be any length)."""
-    if error["type"] == "missing":
-        return "missing"
-    return str(error["msg"]).rstrip(".").lower()
 
 
 def record_problem(rec: CaseRecord) -> tuple[str, str] | None:

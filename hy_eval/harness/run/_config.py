@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from hy_eval._numbers import is_integer, is_number
 from hy_eval._redact import redact_tree
 from hy_eval.harness.scoring import MATCHERS, JudgeSettings
 from hy_eval.llm import DEFAULT_CACHE_PATH, ModelOptions
@@ -191,12 +192,12 @@ class RunConfig(BaseModel):
             ("--sample", self.sample, True),
             ("--repeats", self.repeats, False),
         ):
-            if not (optional and value is None) and not _int_at_least(value, 1):
+            if not (optional and value is None) and not (is_integer(value) and value >= 1):
                 return f"{flag} must be at least 1 (got {value!r})"
-        if not _number_in(self.max_error_rate, 0.0, 1.0):
+        if not (is_number(self.max_error_rate) and 0.0 <= self.max_error_rate <= 1.0):
             return f"--max-error-rate must be between 0 and 1 (got {self.max_error_rate!r})"
         if self.pass_k is not None and not (
-            _int_at_least(self.pass_k, 1) and self.pass_k <= self.repeats
+            is_integer(self.pass_k) and 1 <= self.pass_k <= self.repeats
         ):
             rule = f"between 1 and --repeats ({self.repeats})"
             return f"--pass-k must be {rule} (got {self.pass_k!r})"
@@ -207,13 +208,3 @@ class RunConfig(BaseModel):
         if self.matcher not in MATCHERS:
             return f"--matcher must be one of {', '.join(MATCHERS)} (got {self.matcher!r})"
         return self.model_options().problem()
-
-
-def _int_at_least(value: Any, low: int) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= low
-
-
-def _number_in(value: Any, low: float, high: float) -> bool:
-    if not isinstance(value, (int, float)) or isinstance(value, bool) or value != value:
-        return False
-    return low <= value <= high

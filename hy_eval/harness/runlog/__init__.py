@@ -43,6 +43,7 @@ from hy_eval.harness.runlog._jsonfile import (
     FilePart,
     RunFile,
     RunFolderError,
+    first_problem,
     write_json,
 )
 from hy_eval.harness.runlog._perturbation import (
@@ -136,6 +137,7 @@ __all__ = [
     "StageTokens",
     "TokenTotals",
     "WorseTest",
+    "first_problem",
     "git_state",
     "package_versions",
     "read_baseline",

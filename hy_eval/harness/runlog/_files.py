@@ -29,7 +29,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from hy_eval._redact import redact
 from hy_eval._terminal import neutralise
-from hy_eval.harness.runlog._jsonfile import SCHEMA_VERSION, Number, RunFolderError, write_json
+from hy_eval.harness.runlog._jsonfile import (
+    SCHEMA_VERSION,
+    Number,
+    RunFolderError,
+    first_problem,
+    write_json,
+)
 from hy_eval.harness.runlog._score import ScoreRecord
 from hy_eval.harness.runlog._summary import RunSummary, read_summary
 
@@ -261,11 +267,10 @@ def read_records(path: Path) -> Iterator[CaseRecord]:
         try:
             yield CaseRecord.model_validate_json(line)
         except ValidationError as exc:
-            first = exc.errors()[0]
-            where = neutralise(".".join(str(p) for p in first["loc"]) or "json", keep="")
-            problem = "missing" if first["type"] == "missing" else str(first["msg"]).rstrip(".")
+            where, problem = first_problem(exc)
+            where = neutralise(where, keep="")
             raise RunFolderError(
-                f"{path}:{number}: not a case record: {where}: {problem.lower()}"
+                f"{path}:{number}: not a case record: {where}: {problem}"
             ) from None
 
 

@@ -66,16 +66,24 @@ class RunFile(FilePart):
 M = TypeVar("M", bound=BaseModel)
 
 
+def first_problem(exc: ValidationError) -> tuple[str, str]:
+    """The first thing pydantic refused: the field's dotted path (``json`` for the whole)
+    and its message without the input it quotes (which can be any length)."""
+    first = exc.errors()[0]
+    where = ".".join(str(p) for p in first["loc"]) or "json"
+    if first["type"] == "missing":
+        return where, "missing"
+    return where, str(first["msg"]).rstrip(".").lower()
+
+
 def parse_file_data(path: Path, data: Any, model: type[M], what: str) -> M:
     """``data`` (read from ``path``) as ``model``; ``RunFolderError`` naming the first
     field that is not what the model says."""
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "json"
-        problem = "missing" if first["type"] == "missing" else str(first["msg"]).lower()
-        raise RunFolderError(f"{path}: not a {what} ({where}: {problem.rstrip('.')})") from None
+        where, problem = first_problem(exc)
+        raise RunFolderError(f"{path}: not a {what} ({where}: {problem})") from None
 
 
 def read_file_data(path: Path, what: str) -> Any:
