@@ -223,21 +223,11 @@ def _speaker_slugs(speakers: tuple[str, str]) -> tuple[str, str]:
     return (slugs[0], slugs[1])
 
 
-def conversation_cases(
-    conv: Conversation,
-    history_chars: int,
-    stats: ImportStats,
-    max_facts: int = MAX_FACTS,
-    limits: Limits | None = None,
-) -> list[dict[str, Any]]:
-    """Two cases for each part of a session of ``conv`` with observations (fields as in
-    docs/datasets.md), updating ``stats``."""
-    return list(_conversation_cases(conv, history_chars, stats, max_facts, limits or Limits()))
-
-
 def _conversation_cases(
     conv: Conversation, history_chars: int, stats: ImportStats, max_facts: int, limits: Limits
 ) -> Iterator[dict[str, Any]]:
+    """Two cases for each part of a session of ``conv`` with observations (fields as in
+    docs/datasets.md), updating ``stats``."""
     stats.conversations += 1
     stats.sessions += len(conv.sessions)
     conv_df = Counter(
