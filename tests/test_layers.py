@@ -13,7 +13,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "hy_eval"
 HARNESS = PACKAGE / "harness"
 
 #: Bottom first. A floor may import any floor listed before it.
-FLOORS = ["text", "runlog", "datasets", "scoring", "analysis", "report", "gate", "run"]
+FLOORS = ["text", "runlog", "datasets", "scoring", "analysis", "report", "gate", "systems", "run"]
 
 
 def _module(path: Path) -> str:
