@@ -79,8 +79,15 @@ def _install(name: str, req: Path, folder: Path, timeout: float) -> None:
     steps = [
         [sys.executable, "-m", "venv", str(partial)],
         [
-            str(venv_python(partial)), "-m", "pip", "install", "--disable-pip-version-check",
-            "--no-input", "-q", "-r", str(req),
+            str(venv_python(partial)),
+            "-m",
+            "pip",
+            "install",
+            "--disable-pip-version-check",
+            "--no-input",
+            "-q",
+            "-r",
+            str(req),
         ],
     ]
     with open(log, "w", encoding="utf-8") as out:
