@@ -25,6 +25,7 @@ def run_config(args: argparse.Namespace) -> RunConfig:
     return RunConfig.of(
         model_options(args),
         suite=args.suite or "multi_speaker",
+        system=args.system,
         variant=args.variant,
         limit=args.limit,
         sample=args.sample,
@@ -226,6 +227,13 @@ def register(sub: Any) -> None:
 
 def _add_selection_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--suite", help="suite name under datasets/, a folder or a .jsonl file")
+    p.add_argument(
+        "--system",
+        default="hy_eval",
+        help="memory system under test: hy_eval (this package's pipeline, default), "
+        "hy_memory (Hy Memory's SDK) or mem0; the last two run in virtualenvs of their own, "
+        "made on first use (docs/systems.md)",
+    )
     p.add_argument("--variant", default="default", help="prompt variant (default: default)")
     p.add_argument("--limit", type=int, help="run only the first N cases (after --filter)")
     p.add_argument(

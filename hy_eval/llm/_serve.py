@@ -23,6 +23,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from hy_eval.llm._base import ConfigError
+from hy_eval.llm._cache import CacheMiss
 from hy_eval.llm._client import LLMClient
 from hy_eval.llm._options import ModelOptions
 from hy_eval.llm._prices import PriceTable
@@ -236,6 +237,11 @@ class LLMServer:
     def model(self) -> str:
         """The chat model's id, as ``/v1/models`` lists it and requests must name it."""
         return self._app.model
+
+    @property
+    def first_miss(self) -> CacheMiss | None:
+        """The first call that replay-only mode could not answer, if one."""
+        return self._app.first_miss
 
     def start(self) -> LLMServer:
         """Serve on a thread of its own; returns at once."""

@@ -201,6 +201,9 @@ class _App:
         self._embedding_requests = 0
         self._embedding_inputs = 0
         self._errors: dict[int, int] = {}
+        #: The first replay-only miss, for a caller that must stop on one (a run through
+        #: an external memory system: the system only sees an error answer).
+        self.first_miss: CacheMiss | None = None
 
     def answer(self, method: str, path: str, raw: bytes) -> _Answer:
         """The answer to one HTTP request; never raises."""
@@ -249,6 +252,8 @@ class _App:
         try:
             completion = self.loop.complete(call.request)
         except CacheMiss as exc:
+            if self.first_miss is None:
+                self.first_miss = exc
             return _Answer(404, error_object(str(exc), "invalid_request_error", "cache_miss"))
         except ProviderError as exc:
             return provider_error_answer(exc)

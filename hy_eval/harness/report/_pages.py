@@ -100,8 +100,9 @@ def render_page(template: str, data: Any, **context: Any) -> str:
     )
 
 
-def metric_row(name: str, entry: MetricEntry | None) -> dict[str, Any]:
-    """One metric as the templates show it (a metric the summary lacks shows n/a)."""
+def metric_row(name: str, entry: MetricEntry | None, missing: str = "n/a") -> dict[str, Any]:
+    """One metric as the templates show it (a metric without a value shows ``missing``:
+    n/a, or n/m when the system under test cannot expose it)."""
     value = entry.value if entry else None
     lo, hi = entry.ci if entry else (None, None)
     bar = None
@@ -116,7 +117,7 @@ def metric_row(name: str, entry: MetricEntry | None) -> dict[str, Any]:
     return {
         "name": name,
         "value": "" if value is None else f"{value:.6f}",
-        "text": "n/a" if value is None else f"{value:.3f}",
+        "text": missing if value is None else f"{value:.3f}",
         "ci": "" if lo is None or hi is None else f"[{lo:.3f}, {hi:.3f}]",
         "few": few,
         "n": entry.n if entry else "",
@@ -178,7 +179,7 @@ def report_page(
     for key in ("lang", "rule", "tag"):
         rows = []
         for value, group in sorted(summary.breakdown.get(key, {}).items()):
-            cells = [metric_row(m, group.metric(m)) for m in BREAKDOWN_METRICS]
+            cells = [metric_row(m, group.metric(m), summary.missing(m)) for m in BREAKDOWN_METRICS]
             rows.append({"label": value, "cases": group.cases, "cells": cells})
         breakdowns[key] = rows
     git = manifest.git
@@ -188,7 +189,9 @@ def report_page(
         summary=summary,
         commit=str(git.get("commit"))[:12],
         dirty=bool(git.get("dirty")),
-        metrics=[metric_row(m, metrics.get(m)) for m in METRICS if m in metrics],
+        metrics=[
+            metric_row(m, metrics.get(m), summary.missing(m)) for m in METRICS if m in metrics
+        ],
         breakdowns=breakdowns,
         breakdown_metrics=BREAKDOWN_METRICS,
         confusion=summary.confusion,

@@ -70,6 +70,8 @@ class _Scan:
         self.truncated: Counter[str] = Counter()
         #: Judge answers that could not be used (``--matcher judge``).
         self.judge_unusable = 0
+        #: Metrics a record says its system cannot expose.
+        self.not_measured: set[str] = set()
         for rec in read_records(records_path):
             if wanted is None or rec.id in wanted:
                 self._add(rec)
@@ -85,6 +87,7 @@ class _Scan:
         self.guard_counts["undecided"] += undecided
         self.guard_counts["cross_subject"] += len(rec.guard_events) - undecided
         self.judge_unusable += rec.score.judge_unusable()
+        self.not_measured.update(rec.score.not_measured or ())
         if rec.truncated:
             self.truncated.update(rec.truncated)
             self.truncated["cases"] += 1
@@ -151,6 +154,8 @@ def _results(
         "failed_cases": sorted(df.loc[~df["passed"], "id"].tolist()),
         "truncated": dict(sorted(scan.truncated.items())),
     }
+    if scan.not_measured:
+        core["not_measured"] = sorted(scan.not_measured)
     repeats = repeat_summary(df, scan.rows, pass_k)
     if repeats is not None:
         core["repeats"] = repeats
@@ -178,6 +183,11 @@ def write_reports(
     summary = RunSummary.model_validate(
         {
             "suite": manifest.suite,
+            **(
+                {"system": system}
+                if (system := manifest.params.system) not in (None, "hy_eval")
+                else {}
+            ),
             "provider": manifest.provider,
             "model": manifest.model,
             "variant": manifest.params.variant,
@@ -252,9 +262,16 @@ def markdown_report(summary: RunSummary, run_dir: Path) -> str:
         else ""
     )
     lines = [
-        f"# {_md(summary.suite)}: {_md(summary.provider)}:{_md(summary.model)}, "
+        f"# {_md(summary.suite)}: "
+        + (f"system {_md(summary.system)} on " if summary.system else "")
+        + f"{_md(summary.provider)}:{_md(summary.model)}, "
         f"variant {_md_code(summary.variant)}",
         "",
+        *(
+            [f"Not measured for this system (n/m): {', '.join(summary.not_measured)}.", ""]
+            if summary.not_measured
+            else []
+        ),
         *([f"**{partial_text(summary)}**", ""] if summary.partial else []),
         f"{summary.cases} cases, {summary.passed} passed. Guard "
         f"{'on' if summary.guard else 'off'}{guarded}. Wall time {summary.wall_s:.1f} s. "
@@ -267,7 +284,8 @@ def markdown_report(summary: RunSummary, run_dir: Path) -> str:
         "|---|---|---|",
     ]
     for name in METRICS:
-        lines.append(f"| {name} | {fmt_ratio(m[name])} | {m[name].n} |")
+        shown = fmt_ratio(m[name]) if m[name].value is not None else summary.missing(name)
+        lines.append(f"| {name} | {shown} | {m[name].n} |")
     for key, title in (("lang", "language"), ("rule", "rule"), ("tag", "tag")):
         lines += [
             "",
@@ -342,7 +360,7 @@ def terminal_summary(summary: RunSummary, run_dir: Path) -> str:
     for name in METRICS:
         e = m[name]
         if e.value is None:
-            rows.append(f"{name:<{width}}  {'n/a':>7}")
+            rows.append(f"{name:<{width}}  {summary.missing(name):>7}")
             continue
         ci = f"[{e.ci[0]:.3f}, {e.ci[1]:.3f}]"
         rows.append(f"{name:<{width}}  {e.value:>7.3f}  {ci}  {e.n:>5}")

@@ -82,7 +82,6 @@ async def collect_requests(
                 temperature=cfg.temperature,
                 store=store,
             )
-            store.clear()
 
 
 def fill_cache_by_batches(

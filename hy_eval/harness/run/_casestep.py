@@ -1,5 +1,6 @@
-"""One case of a run: seed an empty store, run the memory pipeline, score, and return the
-case's :class:`~hy_eval.harness.runlog._files.CaseRecord`.
+"""One case of a run: the system under test adds it (``harness.systems``; default this
+package's own pipeline), the scorer scores it, and the case's
+:class:`~hy_eval.harness.runlog._files.CaseRecord` comes back.
 
 A provider error or an unexpected exception costs this case only (its record says why);
 a replay-only cache miss or a stopped model stops the run and is raised.
@@ -7,11 +8,9 @@ a replay-only cache miss or a stopped model stops the run and is raised.
 
 from __future__ import annotations
 
-import hashlib
 import time
 from typing import Any
 
-from hy_eval.conversation import normalise_messages, render_conversation
 from hy_eval.harness.datasets import Case
 from hy_eval.harness.runlog import CaseRecord
 from hy_eval.harness.scoring import (
@@ -23,6 +22,7 @@ from hy_eval.harness.scoring import (
     score_case,
     static_matcher,
 )
+from hy_eval.harness.systems import CaseFailed, MemorySystem, OwnPipeline
 from hy_eval.llm import (
     CacheMiss,
     LLMClient,
@@ -32,23 +32,7 @@ from hy_eval.llm import (
     RunStopped,
 )
 from hy_eval.llm._base import short_text
-from hy_eval.memory import AddResult, MemoryClient, MemoryStore, PromptLibrary
-
-#: The most characters of a raw answer kept in a case record: far above what
-#: ``max_tokens`` lets a model write, far below what fills a disk.
-RAW_ANSWER_LIMIT = 32_000
-
-
-def seed_store(store: MemoryStore, case: Case) -> dict[str, int]:
-    """Put the case's history and existing memories in ``store`` (empty); return each
-    existing memory's database id by its case id (``m1``)."""
-    existing_ids: dict[str, int] = {}
-    with store.transaction():
-        if case.history:
-            store.add_l1_raw(case.user_id, render_conversation(normalise_messages(case.history)))
-        for mem in case.existing:
-            existing_ids[mem.id] = store.insert(case.user_id, mem.text, mem.owner, "seed")
-    return existing_ids
+from hy_eval.memory import MemoryStore, PromptLibrary
 
 
 def case_label(case: Case, repeat: int) -> str:
@@ -68,27 +52,23 @@ async def run_case(
     store: MemoryStore | None = None,
     matcher: str = "strict",
     judge: Judge | None = None,
+    system: MemorySystem | None = None,
 ) -> CaseRecord:
-    """One case through an empty in-memory store (``store``, or a new one): seed history
-    and existing memories, add the conversation, score. A provider error marks the case
-    failed; a replay-only cache miss stops the run."""
-    store = MemoryStore() if store is None else store
-    outcome = Outcome(existing_ids=seed_store(store, case))
-    client = MemoryClient(llm, store, prompts, guard=guard, temperature=temperature)
+    """One case through ``system`` (default: this package's pipeline on ``store``, or a
+    new in-memory store), then scored. A provider error or a failure of the system marks
+    the case failed; a replay-only cache miss stops the run."""
+    if system is None:
+        system = OwnPipeline(llm, prompts, prices, guard, temperature=temperature, store=store)
     started = time.perf_counter()
     fields: dict[str, Any] = _case_fields(case, repeat)
     label = case_label(case, repeat)
+    outcome = Outcome()
     try:
-        # The case's messages were normalised once, when the suite was loaded.
-        result = await client.add_normalised(
-            case.normalised,
-            case.user_id,
-            label=label,
-            repeat=repeat,
-            aliases=case.aliases,
-        )
+        run = await system.add_case(case, label=label, repeat=repeat)
     except ProviderError as exc:
         outcome.error = f"{exc.kind}: {exc}"
+    except CaseFailed as exc:
+        outcome.error = f"{system.name}: {exc}"
     except ModelProcessDied as exc:
         exc.case_id = label  # the run's failure; its message names the case it was on
         raise
@@ -99,7 +79,8 @@ async def run_case(
         # run: the healthy cases are kept and the reason is in the record.
         outcome.error = f"internal error: {type(exc).__name__}: {short_text(str(exc))}"
     else:
-        fields.update(_pipeline_fields(result, store, case, outcome, llm, prices))
+        outcome = run.outcome
+        fields.update(run.fields)
     if outcome.error is not None:
         fields.update(status="error", error=outcome.error)
     score = await _score(case, outcome, fields, matcher, judge, label)
@@ -166,83 +147,3 @@ def _case_fields(case: Case, repeat: int) -> dict[str, Any]:
         },
         "expect": case.expect.model_dump(),
     }
-
-
-def _pipeline_fields(
-    result: AddResult,
-    store: MemoryStore,
-    case: Case,
-    outcome: Outcome,
-    llm: LLMClient,
-    prices: PriceTable,
-) -> dict[str, Any]:
-    """What the pipeline did, into ``outcome`` for scoring and as the record's fields."""
-    ext, rec = result.extraction, result.reconciliation
-    outcome.facts = result.facts
-    outcome.raw_ops = [o.as_dict() for o in rec.raw]
-    outcome.applied_ops = [o.as_dict() for o in rec.applied]
-    outcome.reconcile_ran = rec.prompt is not None
-    outcome.fallback = rec.fallback
-    outcome.parse_failed = bool(ext.parse_error or rec.parse_error)
-    snap = store.snapshot(case.user_id)
-    outcome.memories_after = {m["id"]: m for m in snap["memories"]}
-    outcome.profile = snap["profile"]
-    truncated = dict(result.truncated)
-    stages: dict[str, Any] = {
-        "extract": _stage(ext.prompt, ext.completion, ext.parse_error, truncated),
-    }
-    if rec.prompt is not None:
-        stages["reconcile"] = _stage(rec.prompt, rec.completion, rec.parse_error, truncated)
-        stages["reconcile"]["short_ids"] = rec.short_ids
-    usage = result.usage
-    return {
-        "status": "ok",
-        "error": None,
-        "rendered": result.rendered,
-        "stages": stages,
-        "facts": result.facts,
-        "basic_info": ext.basic_info,
-        "profile_issues": ext.profile_issues,
-        "operations": {"raw": outcome.raw_ops, "applied": outcome.applied_ops},
-        "guard_events": [g.as_dict() for g in rec.guard_events],
-        # Operations the guard added because a subject could not be told (R2).
-        "guard_undecided": rec.undecided,
-        "fallback": rec.fallback,
-        "store_after": snap,
-        "existing_ids": outcome.existing_ids,
-        "warnings": result.warnings,
-        "truncated": truncated,
-        "round_trips": result.round_trips,
-        "tokens": {"input": usage.input_tokens, "output": usage.output_tokens},
-        "cost_usd": prices.cost(llm.provider.model, usage),
-    }
-
-
-def _stage(
-    prompt: Any, completion: Any, parse_error: str | None, truncated: dict[str, int]
-) -> dict[str, Any]:
-    """A stage's part of the record; a raw answer over ``RAW_ANSWER_LIMIT`` characters is
-    cut, its full length kept as ``raw_chars`` and counted in ``truncated``."""
-    out: dict[str, Any] = {
-        "template": prompt.template,
-        "prompt_sha256": hashlib.sha256((prompt.system + "\0" + prompt.user).encode()).hexdigest(),
-        "system": prompt.system,
-        "user": prompt.user,
-        "parse_error": parse_error,
-    }
-    if completion is not None:
-        raw = completion.text
-        if len(raw) > RAW_ANSWER_LIMIT:
-            out["raw_chars"] = len(raw)
-            raw = raw[:RAW_ANSWER_LIMIT] + "…"
-            truncated["raw_answers_cut"] = truncated.get("raw_answers_cut", 0) + 1
-        out.update(
-            raw=raw,
-            finish_reason=completion.finish_reason,
-            cached=completion.cached,
-            retries=completion.retries,
-            latency_s=round(completion.latency_s, 4),
-            input_tokens=completion.usage.input_tokens,
-            output_tokens=completion.usage.output_tokens,
-        )
-    return out

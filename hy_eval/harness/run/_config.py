@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from hy_eval._numbers import is_integer, is_number
 from hy_eval._redact import redact_tree
 from hy_eval.harness.scoring import MATCHERS, JudgeSettings
+from hy_eval.harness.systems import SYSTEM_NAMES
 from hy_eval.llm import DEFAULT_CACHE_PATH, ModelOptions
 
 #: Settings a resume takes from the manifest, unless the command line moved them off
@@ -40,6 +41,7 @@ KEPT_ON_RESUME = (
 #: come from the command line and must match the manifest (``endpoint_mismatch``).
 SAVED_IDENTITY = (
     "suite",
+    "system",
     "matcher",
     "judge_variant",
     "structured",
@@ -65,6 +67,9 @@ class RunConfig(BaseModel):
 
     suite: str = "multi_speaker"
     """Suite name (a folder under datasets/) or a folder path."""
+    system: str = "hy_eval"
+    """The memory system under test: ``hy_eval`` (this package's pipeline), ``hy_memory``
+    or ``mem0`` (docs/systems.md)."""
     provider: str = "local"
     """``local`` (embedded llama.cpp), ``openai`` (and compatible servers) or ``anthropic``."""
     model: str | None = None
@@ -205,6 +210,10 @@ class RunConfig(BaseModel):
             return "--batch needs --cache-mode read-write (its answers go to the cache)"
         if not self.batch_poll_interval > 0:
             return f"--batch-poll-interval must be above 0 (got {self.batch_poll_interval!r})"
+        if self.system not in SYSTEM_NAMES:
+            return f"--system must be one of {', '.join(SYSTEM_NAMES)} (got {self.system!r})"
+        if self.system != "hy_eval" and self.batch:
+            return f"--batch runs this package's pipeline only (got --system {self.system})"
         if self.matcher not in MATCHERS:
             return f"--matcher must be one of {', '.join(MATCHERS)} (got {self.matcher!r})"
         return self.model_options().problem()

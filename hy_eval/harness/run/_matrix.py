@@ -128,8 +128,8 @@ def metric_table(entries: Sequence[MatrixEntry]) -> list[str]:
     ]
     summaries = [e.summary for e in entries]
     for metric in METRICS:
-        values = [s.metrics[metric].value for s in summaries]
-        cells = ["n/a" if v is None else f"{v:.3f}" for v in values]
+        values = [(s.metrics[metric].value, s.missing(metric)) for s in summaries]
+        cells = [missing if v is None else f"{v:.3f}" for v, missing in values]
         lines.append(f"| {metric} | " + " | ".join(cells) + " |")
     tokens = [f"{_tokens_per_case(s):.0f}" for s in summaries]
     lines.append("| tokens per case | " + " | ".join(tokens) + " |")

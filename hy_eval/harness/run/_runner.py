@@ -38,6 +38,12 @@ from hy_eval.harness.runlog import (
     write_manifest,
 )
 from hy_eval.harness.scoring import Judge, build_judge
+from hy_eval.harness.systems import (
+    ExternalRun,
+    MemorySystem,
+    OwnPipeline,
+    SystemInstallError,
+)
 from hy_eval.llm import (
     CacheMiss,
     ConfigError,
@@ -46,7 +52,7 @@ from hy_eval.llm import (
     RunStopped,
     Usage,
 )
-from hy_eval.memory import MemoryStore, PromptLibrary
+from hy_eval.memory import PromptLibrary
 from hy_eval.memory._prompts import PromptError
 
 
@@ -64,6 +70,7 @@ class Runner:
         self._reuse: RecordCache | None = None
         self._reuse_read = False
         self._identity = ""
+        self._external: ExternalRun | None = None
         #: Case records taken whole from the result cache in this run.
         self.records_reused = 0
         #: With ``--batch``: the run folder's batch totals (``calls.batch``).
@@ -241,6 +248,7 @@ class Runner:
         resume = resume_command(plan.run_dir, manifest)
         started = time.perf_counter()
         miss: CacheMiss | None = None
+        self._external = self._start_external(plan, prices) if todo else None
         try:
             try:
                 asyncio.run(
@@ -262,7 +270,8 @@ class Runner:
                     + (f"; finish with {resume}" if exc.resumable else ""),
                     exit_code=ExitCode.PROVIDER,
                 ) from None
-            stats = {**llm.stats.as_dict(), "records_reused": self.records_reused}
+            calls = llm.stats.as_dict() if self._external is None else self._external.stats()
+            stats = {**calls, "records_reused": self.records_reused}
             if self.judge is not None and self.judge.llm is not llm:
                 stats["judge_calls"] = self.judge.llm.stats.as_dict()
             if self.batch_totals is not None:
@@ -287,6 +296,8 @@ class Runner:
             )
             raise InterruptedRun from None
         finally:
+            if self._external is not None:
+                self._external.stop()
             if self._reuse is not None:
                 self._reuse.close()
         if miss is not None:
@@ -328,7 +339,13 @@ class Runner:
                 await queue.put(None)
 
         async def worker() -> None:
-            store = MemoryStore()
+            system = self._system(llm, prompts, prices)
+            try:
+                await work(system)
+            finally:
+                await system.close()
+
+        async def work(system: MemorySystem) -> None:
             while not stop.is_set():
                 item = await queue.get()
                 if item is None or stop.is_set():
@@ -339,7 +356,7 @@ class Runner:
                 progress.draw()
                 reused = self.records_reused
                 try:
-                    line, error = await self._case_line(suite, item, llm, prompts, prices, store)
+                    line, error = await self._case_line(suite, item, llm, prompts, prices, system)
                 except RunStopped:
                     if stop.is_set():  # interrupted: no record, a resume runs the case
                         return
@@ -366,6 +383,30 @@ class Runner:
         if stop.is_set():
             raise InterruptedRun  # the handler said so; _execute says what is kept
 
+    def _start_external(self, plan: RunPlan, prices: PriceTable) -> ExternalRun | None:
+        """The model server and worker settings of an external system; None for ours."""
+        cfg = self.config
+        if cfg.system == "hy_eval":
+            return None
+        try:
+            return ExternalRun(
+                cfg.system,
+                cfg.model_options(),
+                prices,
+                plan.run_dir / "system",
+                # A case is several calls; the local model is not timed out per call.
+                case_timeout=max(600.0, 10 * cfg.timeout),
+            )
+        except (SystemInstallError, ConfigError) as exc:
+            raise RunError(str(exc)) from None
+
+    def _system(self, llm: LLMClient, prompts: PromptLibrary, prices: PriceTable) -> MemorySystem:
+        """The system under test for one of the pool's workers."""
+        if self._external is not None:
+            return self._external.system()
+        cfg = self.config
+        return OwnPipeline(llm, prompts, prices, cfg.guard, temperature=cfg.temperature)
+
     async def _case_line(
         self,
         suite: Suite,
@@ -373,7 +414,7 @@ class Runner:
         llm: LLMClient,
         prompts: PromptLibrary,
         prices: PriceTable,
-        store: MemoryStore,
+        system: MemorySystem,
     ) -> tuple[str, bool]:
         """One case's record line, and whether it is a provider error: the line of an
         earlier run with the same inputs (from the result cache, byte for byte), or the
@@ -396,11 +437,10 @@ class Runner:
             cfg.guard,
             repeat=repeat,
             temperature=cfg.temperature,
-            store=store,
             matcher=cfg.matcher,
             judge=self.judge,
+            system=system,
         )
-        store.clear()
         line = record.to_line()  # redacted once, before cases.jsonl and the cache
         error = record.status == "error"
         if reuse is not None and not error:

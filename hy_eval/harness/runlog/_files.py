@@ -67,6 +67,7 @@ class RunParams(BaseModel):
     model_config = ConfigDict(extra="allow", strict=True)
 
     suite: str | None = Field(default=None, description="Suite name or folder.")
+    system: str | None = Field(default=None, description="The memory system under test.")
     provider: str | None = Field(default=None, description="Provider the run asked.")
     model: str | None = Field(default=None, description="Model id the command line named.")
     base_url: str | None = Field(default=None, description="Endpoint, credentials redacted.")

@@ -103,6 +103,11 @@ class ScoreRecord(FilePart):
         default_factory=list,
         description="Per gold fact: (gold subject kind, predicted subject kind or missing).",
     )
+    not_measured: list[str] | None = Field(
+        default=None,
+        description="Metrics the system under test cannot expose (scored [0, 0]); "
+        "absent for this package's own pipeline.",
+    )
 
     def failing(self) -> list[str]:
         """The kinds of the checks that fail, sorted, each once."""

@@ -189,6 +189,12 @@ class RunSummary(RunFile):
     """``summary.json`` of a run."""
 
     suite: str | None = Field(default=None, description="Suite name.")
+    system: str | None = Field(
+        default=None, description="The memory system under test; absent: this package's own."
+    )
+    not_measured: list[str] | None = Field(
+        default=None, description="Metrics the system under test cannot expose (shown n/m)."
+    )
     provider: str | None = Field(default=None, description="Provider of the run's model.")
     model: str | None = Field(default=None, description="The run's model.")
     variant: str | None = Field(default=None, description="Prompt variant.")
@@ -240,6 +246,11 @@ class RunSummary(RunFile):
         default_factory=dict,
         description="With --perturb: perturbation -> its runs' metrics and consistency.",
     )
+
+    def missing(self, metric: str) -> str:
+        """How a metric without a value is shown: ``n/m`` when the system under test
+        cannot expose it (not measured), ``n/a`` when no case had anything to count."""
+        return "n/m" if metric in (self.not_measured or ()) else "n/a"
 
 
 def read_summary(run_dir: Path) -> RunSummary | None:

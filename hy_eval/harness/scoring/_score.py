@@ -63,6 +63,9 @@ class Outcome:
     memories_after: dict[int, dict[str, Any]] = field(default_factory=dict)
     profile: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
+    #: Metrics the system under test cannot expose (an external system without owners,
+    #: profile or proposed operations): scored (0, 0) and listed as not measured.
+    not_measured: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -75,6 +78,7 @@ class CaseScore:
     facts: list[dict[str, Any]]
     checks: list[dict[str, Any]]
     confusion: list[tuple[str, str]]
+    not_measured: list[str] = field(default_factory=list)
 
     def record(self) -> ScoreRecord:
         """The score as the case record holds it (``CaseRecord.score``)."""
@@ -85,6 +89,7 @@ class CaseScore:
                 "facts": self.facts,
                 "checks": self.checks,
                 "confusion": self.confusion,
+                **({"not_measured": self.not_measured} if self.not_measured else {}),
             }
         )
 
@@ -140,7 +145,7 @@ def _cross_subject(
     for op in ops:
         if op["op"] not in ("UPDATE", "DELETE", "SUPERSEDE"):
             continue
-        fact_subject = subject_of(facts[op["fact"]]["text"], speakers)
+        fact_subject = subject_of(_fact_text(op, facts), speakers)
         targets = [subject_of(texts[t], speakers) for t in op["targets"] if t in texts]
         if any(
             fact_subject.identity and t.identity and not same_subject(fact_subject, t)
@@ -152,24 +157,42 @@ def _cross_subject(
     return bad, undecided
 
 
+def _fact_text(op: dict[str, Any], facts: list[dict[str, str]]) -> str:
+    """The text of the fact an operation carries: the fact it points at, or (an external
+    system's operation read from its store) ``fact_text``; empty when neither is known,
+    which leaves the operation undecided."""
+    if op.get("fact") is not None:
+        return str(facts[op["fact"]]["text"])
+    return str(op.get("fact_text") or "")
+
+
 #: What one part of the scoring adds: counts per metric and check rows.
 _Part = tuple[dict[str, tuple[int, int]], list[dict[str, Any]]]
 
 
 def _score_facts(
-    case: Case, facts: list[dict[str, str]], subjects: list[Subject], matcher: Matcher
+    case: Case,
+    facts: list[dict[str, str]],
+    subjects: list[Subject],
+    matcher: Matcher,
+    owners: bool = True,
 ) -> tuple[dict[str, tuple[int, int]], list[dict[str, Any]], list[tuple[str, str]]]:
+    """Recall, attribution and owner of the gold facts; with ``owners`` False (a system
+    that records no owner) a fact's check does not look at the owner."""
     rows = _match(case, facts, subjects, matcher)
     matched = [r for r in rows if r["matched"] is not None]
+    if not owners:
+        for r in matched:
+            r["owner_ok"] = None  # not measured: neither right nor wrong
     counts = {
         "fact_recall": (len(matched), len(rows)),
         "attribution_accuracy": (sum(r["subject_ok"] for r in matched), len(matched)),
-        "owner_accuracy": (sum(r["owner_ok"] for r in matched), len(matched)),
+        "owner_accuracy": (sum(r["owner_ok"] is True for r in matched), len(matched)),
     }
     checks = [
         {
             "check": "fact",
-            "ok": r["matched"] is not None and r["subject_ok"] and r["owner_ok"],
+            "ok": r["matched"] is not None and r["subject_ok"] and r["owner_ok"] is not False,
             "detail": r,
         }
         for r in rows
@@ -296,7 +319,11 @@ def score_case(case: Case, outcome: Outcome, matcher: Matcher | None = None) -> 
     facts = outcome.facts
     subjects = [subject_of(f["text"], case.speakers) for f in facts]
     counts, checks, confusion = _score_facts(
-        case, facts, subjects, matcher if matcher is not None else KeywordMatcher()
+        case,
+        facts,
+        subjects,
+        matcher if matcher is not None else KeywordMatcher(),
+        owners="owner_accuracy" not in outcome.not_measured,
     )
     c.update(counts)
     texts_before = {
@@ -316,8 +343,10 @@ def score_case(case: Case, outcome: Outcome, matcher: Matcher | None = None) -> 
         checks.append({"check": "parse", "ok": False, "detail": "a model answer could not be used"})
     passed = all(ch["ok"] for ch in checks)
     c["case_pass"] = (int(passed), 1)
+    for metric in outcome.not_measured:
+        c[metric] = (0, 0)
     fact_rows = [
         {"text": f["text"], "owner": f["owner"], "subject": s.key, "by_name": s.by_name}
         for f, s in zip(facts, subjects, strict=True)
     ]
-    return CaseScore(c, passed, fact_rows, checks, confusion)
+    return CaseScore(c, passed, fact_rows, checks, confusion, sorted(outcome.not_measured))

@@ -1,0 +1,50 @@
+"""What a run through an external system starts once: the system's environment (made
+on first use), and ``hy-eval serve`` on 127.0.0.1 in front of the run's model settings,
+so the system's model calls go through our cache, cassette, retries and accounting."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from hy_eval.harness.systems._external import ExternalSystem, WorkerSettings
+from hy_eval.harness.systems._venv import ensure_venv
+from hy_eval.llm import EMBEDDING_MODEL, LLMServer, ModelOptions, PriceTable
+
+
+class ExternalRun:
+    """The model server and the worker settings of one run through system ``name``.
+    Raises ``SystemInstallError`` when the environment cannot be made and the LLM layer's
+    ``ConfigError`` when the model cannot be set up; :meth:`stop` ends the server."""
+
+    def __init__(
+        self,
+        name: str,
+        options: ModelOptions,
+        prices: PriceTable,
+        workdir: Path,
+        *,
+        case_timeout: float,
+    ) -> None:
+        python = ensure_venv(name)
+        self.server = LLMServer(options, prices=prices).start()
+        self.settings = WorkerSettings(
+            name,
+            python,
+            self.server.url,
+            self.server.model,
+            embed_model=EMBEDDING_MODEL,
+            workdir=workdir,
+            case_timeout=case_timeout,
+        )
+
+    def system(self) -> ExternalSystem:
+        """A system with a worker of its own (one per case running at once)."""
+        return ExternalSystem(self.settings, lambda: self.server.first_miss)
+
+    def stats(self) -> dict[str, Any]:
+        """The model calls the system made, as a run's own client counts them."""
+        return self.server.client.stats.as_dict()
+
+    def stop(self) -> None:
+        self.server.stop()
