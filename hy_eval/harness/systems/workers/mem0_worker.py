@@ -92,13 +92,13 @@ def fix_prompt_clock(memory_at: datetime) -> None:
     The protocol fixes the time every case is written at, so the clock the prompt
     module reads is replaced by one stopped at ``HY_EVAL_MEMORY_AT``; the prompt text
     itself is unchanged."""
-    from mem0.configs import prompts  # type: ignore[import-not-found]
+    from mem0.configs import prompts  # type: ignore[import-not-found, unused-ignore]
 
     stopped = memory_at if memory_at.tzinfo else memory_at.replace(tzinfo=timezone.utc)
 
     class StoppedClock(datetime):
         @classmethod
-        def now(cls, tz: Any = None) -> Any:  # type: ignore[override]
+        def now(cls, tz: Any = None) -> Any:
             return stopped.astimezone(tz) if tz else stopped.replace(tzinfo=None)
 
     prompts.datetime = StoppedClock
@@ -107,7 +107,7 @@ def fix_prompt_clock(memory_at: datetime) -> None:
 def make_memory(conf: dict[str, Any], raw_answers: list[str]) -> Any:
     """One ``mem0.Memory`` on the harness's endpoint. ``response_callback`` is mem0's
     own hook for the model's answers: each chat answer's text is kept for the trace."""
-    from mem0 import Memory  # type: ignore[import-not-found]
+    from mem0 import Memory  # type: ignore[import-not-found, unused-ignore]
 
     def keep_answer(_llm: Any, response: Any, _params: Any) -> None:
         raw_answers.append(response.choices[0].message.content or "")
@@ -173,7 +173,7 @@ def seed_history(memory: Any, user_id: str, history: list[dict[str, Any]]) -> No
     """Write the case's history into mem0's messages table, under the session key
     ``add(user_id=...)`` reads. One message a call: the table orders by the time of
     the write, and messages written together share one time."""
-    from mem0.memory.main import _build_session_scope  # type: ignore[import-not-found]
+    from mem0.memory.main import _build_session_scope  # type: ignore[import-not-found, unused-ignore]
 
     scope = _build_session_scope({"user_id": user_id})
     for message in history:
@@ -182,7 +182,9 @@ def seed_history(memory: Any, user_id: str, history: list[dict[str, Any]]) -> No
 
 def seed_existing(memory: Any, user_id: str, existing: list[dict[str, Any]]) -> dict[str, str]:
     """Store each existing memory as is (``infer=False``: no model call, one
-    embedding) with the role that says its owner; the case's id → mem0's id."""
+    embedding) with the role that says its owner; the case's id → mem0's id. mem0
+    skips a message without a role (and ``system`` ones), so an owner of null is
+    stored as ``user``, the role an application would write a user's fact with."""
     ids: dict[str, str] = {}
     for item in existing:
         role = "assistant" if item.get("owner") == "agent" else "user"
@@ -195,7 +197,7 @@ def parse_problem(answer: str) -> str | None:
     """Why mem0 could not read a model answer, or None. mem0 logs a failed parse and
     stores nothing, so the answer is parsed again here with mem0's own helpers, in
     its order (code fences off, JSON, then the JSON found inside the text)."""
-    from mem0.memory.utils import extract_json, remove_code_blocks  # type: ignore[import-not-found]
+    from mem0.memory.utils import extract_json, remove_code_blocks  # type: ignore[import-not-found, unused-ignore]
 
     try:
         text = remove_code_blocks(answer)
