@@ -99,7 +99,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     suite = _loaded_suite(args.suite)
     if suite is not None and suite.kind == "history":
         return cmd_history(args)
-    if args.variants or args.models:
+    if args.variants or args.models or args.systems:
         return cmd_matrix(args)
     gates = _load_gates(args)  # a bad gates file fails before any model call
     perturbations = _perturbations(args)
@@ -194,6 +194,8 @@ def cmd_matrix(args: argparse.Namespace) -> int:
             perturbations=perturbations,
             seed=args.perturb_seed,
             on_run=show,
+            systems=[s for s in (args.systems or "").split(",") if s],
+            on_skip=lambda name, why: echo(f"hy-eval: {name} not run: {why}", err=True),
         )
     except RunError as exc:
         raise UserError(str(exc), exc.exit_code) from None
@@ -305,6 +307,11 @@ def _add_repeat_and_matrix_flags(p: argparse.ArgumentParser) -> None:
         help="with --repeats: a case passes when K of its N repeats pass (default N)",
     )
     p.add_argument("--variants", help="matrix run: comma-separated prompt variants")
+    p.add_argument(
+        "--systems",
+        help="matrix run: comma-separated memory systems (hy_eval,hy_memory,mem0); one that "
+        "cannot be installed is said in one line and the others run (exit 2 at the end)",
+    )
     p.add_argument("--models", help="matrix run: local,openai:gpt-4o-mini,anthropic:MODEL")
     p.add_argument(
         "--perturb",

@@ -1,6 +1,6 @@
-"""Matrix runs: one suite under every (model, variant) combination.
+"""Matrix runs: one suite under every (system, model, variant) combination.
 
-A matrix runs every case under every (model, variant) combination, one sub-folder each,
+A matrix runs every case under every (system, model, variant) combination, one sub-folder each,
 all sharing the answer cache; then compares each combination with the first (paired
 tests, McNemar's p Holm-corrected across the comparisons) and writes ``matrix.md``,
 ``matrix.json`` and one comparison page per combination.
@@ -9,12 +9,13 @@ tests, McNemar's p Holm-corrected across the comparisons) and writes ``matrix.md
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from hy_eval.harness.run._config import RunConfig
-from hy_eval.harness.run._plan import REPORTS_DIR, RunError
+from hy_eval.harness.run._plan import REPORTS_DIR, RunError, SystemUnavailable
 from hy_eval.harness.run._suite import run_suite
 from hy_eval.harness.runlog import Comparison, MatrixFile, RunSummary, write_matrix_file
 from hy_eval.llm import ModelSpec
@@ -39,6 +40,8 @@ class MatrixResult:
 
     root: Path
     entries: list[MatrixEntry]
+    #: Combinations whose system could not be set up: (name, the one-line reason).
+    skipped: list[tuple[str, str]] = field(default_factory=list)
     #: Each combination after the first compared with the first (``compare`` results).
     comparisons: list[Comparison] = field(default_factory=list)
     #: The metric table and the comparisons, as written at the top of ``matrix.md``.
@@ -46,16 +49,20 @@ class MatrixResult:
 
     @property
     def code(self) -> int:
-        """The worst exit code of the runs."""
-        return max((e.code for e in self.entries), default=0)
+        """The worst exit code of the runs; 2 when a system could not be set up."""
+        worst = max((e.code for e in self.entries), default=0)
+        return max(worst, 2) if self.skipped else worst
 
     @property
     def report(self) -> Path:
         return self.root / "matrix.md"
 
 
-def combination_name(spec: ModelSpec, variant: str) -> str:
-    return f"{str(spec).replace(':', '_').replace('/', '_')}--{variant}"
+def combination_name(spec: ModelSpec, variant: str, system: str = "hy_eval") -> str:
+    """``[<system>--]<provider>[_<model>]--<variant>``: the system only when it is not
+    this package's own pipeline, so the names of earlier matrices stay."""
+    name = f"{str(spec).replace(':', '_').replace('/', '_')}--{variant}"
+    return name if system == "hy_eval" else f"{system}--{name}"
 
 
 def default_matrix_root(suite: str) -> Path:
@@ -72,35 +79,46 @@ def run_matrix(
     perturbations: Sequence[str] = (),
     seed: int = 0,
     on_run: Callable[[MatrixEntry], None] | None = None,
+    systems: Sequence[str] = (),
+    on_skip: Callable[[str, str], None] | None = None,
 ) -> MatrixResult:
-    """Run ``base`` under each model and variant (models outer), call ``on_run`` after
-    each, then compare and write the matrix files under ``root``. A model of another
-    provider than ``base``'s drops ``base``'s URL; a spec without a model keeps
-    ``base``'s. Raises ``RunError`` naming the combination that failed."""
+    """Run ``base`` under each system, model and variant (systems outer, then models;
+    ``systems`` empty: ``base``'s), call ``on_run`` after each, then compare and write the
+    matrix files under ``root``. A model of another provider than ``base``'s drops
+    ``base``'s URL; a spec without a model keeps ``base``'s. A system that cannot be set
+    up is skipped (``on_skip`` told, the result's code 2); any other ``RunError`` is
+    raised naming the combination that failed."""
     if not models or not variants:
         raise RunError("a matrix run needs at least one model and one variant")
     root = root or default_matrix_root(base.suite)
     result = MatrixResult(root, [])
-    for spec in models:
-        for variant in variants:
-            name = combination_name(spec, variant)
-            config = base.model_copy(
-                update={
-                    "provider": spec.provider,
-                    "model": spec.model or base.model,
-                    "base_url": base.base_url if spec.provider == base.provider else None,
-                    "variant": variant,
-                    "out": str(root / name),
-                }
-            )
-            try:
-                run_dir, summary, code = run_suite(config, perturbations, seed)
-            except RunError as exc:
-                raise RunError(f"{name}: {exc}", exc.exit_code) from None
-            entry = MatrixEntry(name, run_dir, summary, code)
-            result.entries.append(entry)
-            if on_run is not None:
-                on_run(entry)
+    for system, spec, variant in itertools.product(systems or [base.system], models, variants):
+        name = combination_name(spec, variant, system)
+        config = base.model_copy(
+            update={
+                "system": system,
+                "provider": spec.provider,
+                "model": spec.model or base.model,
+                "base_url": base.base_url if spec.provider == base.provider else None,
+                "variant": variant,
+                "out": str(root / name),
+            }
+        )
+        try:
+            run_dir, summary, code = run_suite(config, perturbations, seed)
+        except SystemUnavailable as exc:
+            result.skipped.append((name, str(exc)))
+            if on_skip is not None:
+                on_skip(name, str(exc))
+            continue
+        except RunError as exc:
+            raise RunError(f"{name}: {exc}", exc.exit_code) from None
+        entry = MatrixEntry(name, run_dir, summary, code)
+        result.entries.append(entry)
+        if on_run is not None:
+            on_run(entry)
+    if not result.entries:
+        raise RunError("no combination of the matrix could run: " + result.skipped[0][1])
     _compare_all(result)
     _write_matrix(result)
     return result
@@ -162,8 +180,9 @@ def flipped_sections(result: MatrixResult) -> list[str]:
 def _write_matrix(result: MatrixResult) -> None:
     from hy_eval.harness.report import comparison_text, write_compare_page
 
+    skipped = [f"- {name} not run: {why}" for name, why in result.skipped]
     result.text = (
-        "\n".join(metric_table(result.entries))
+        "\n".join(metric_table(result.entries) + (["", *skipped] if skipped else []))
         + "\n\n"
         + "\n\n".join("```\n" + comparison_text(c) + "\n```" for c in result.comparisons)
     )

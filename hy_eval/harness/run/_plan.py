@@ -43,6 +43,11 @@ class RunError(Exception):
         self.perturbation = perturbation
 
 
+class SystemUnavailable(RunError):
+    """The memory system under test could not be set up (its environment, or the model
+    server in front of it): a matrix run goes on with the other systems."""
+
+
 @dataclass
 class RunPlan:
     """What a run is about to do."""

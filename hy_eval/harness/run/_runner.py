@@ -21,7 +21,7 @@ from hy_eval.harness.run._batch import BATCH_PRICE_FACTOR, fill_cache_by_batches
 from hy_eval.harness.run._casestep import run_case
 from hy_eval.harness.run._config import RunConfig
 from hy_eval.harness.run._folder import FolderLock, lock_folder, model_mismatch, resume_command
-from hy_eval.harness.run._plan import RunError, RunPlan, plan_run
+from hy_eval.harness.run._plan import RunError, RunPlan, SystemUnavailable, plan_run
 from hy_eval.harness.run._pool import gather_until_sigint, interrupter, tick_every_second
 from hy_eval.harness.run._progress import Progress, structured_note
 from hy_eval.harness.run._reuse import RecordCache, case_record_key, record_identity
@@ -398,7 +398,7 @@ class Runner:
                 case_timeout=max(600.0, 10 * cfg.timeout),
             )
         except (SystemInstallError, ConfigError) as exc:
-            raise RunError(str(exc)) from None
+            raise SystemUnavailable(str(exc)) from None
 
     def _system(self, llm: LLMClient, prompts: PromptLibrary, prices: PriceTable) -> MemorySystem:
         """The system under test for one of the pool's workers."""

@@ -192,3 +192,36 @@ def test_a_system_that_cannot_be_installed_is_one_line(tmp_path, monkeypatch):
             Runner(config(server, tmp_path)).run()
     assert run_error.value.exit_code == ExitCode.USAGE
     assert str(run_error.value).startswith("mem0: install failed")
+
+
+def test_a_matrix_across_systems_runs_the_others_when_one_cannot_install(
+    tmp_path, fake_system, monkeypatch
+):
+    from hy_eval.harness.run import run_matrix
+    from hy_eval.llm import ModelSpec
+
+    def install(name):
+        if name == "hy_memory":
+            raise SystemInstallError("hy_memory: install failed: no such distribution")
+        return Path(sys.executable)
+
+    monkeypatch.setattr("hy_eval.harness.systems._launch.ensure_venv", install)
+    told = []
+    with LoopbackServer(script) as server:
+        result = run_matrix(
+            config(server, tmp_path, filter="id=t-00"),
+            [ModelSpec.parse("openai")],
+            ["default"],
+            tmp_path / "matrix",
+            systems=["hy_memory", "mem0"],
+            on_skip=lambda name, why: told.append((name, why)),
+        )
+    assert told == [
+        ("hy_memory--openai--default", "hy_memory: install failed: no such distribution")
+    ]
+    assert [e.name for e in result.entries] == ["mem0--openai--default"]
+    assert result.code == 2
+    assert (
+        "hy_memory--openai--default not run: hy_memory: install failed"
+        in (tmp_path / "matrix" / "matrix.md").read_text()
+    )
