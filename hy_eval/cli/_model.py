@@ -54,6 +54,14 @@ def add_model_flags(p: argparse.ArgumentParser, *, cache_mode: bool = True) -> N
         help="local provider: llama.cpp threads (default: the cores, at most 4); not part "
         "of the cache key",
     )
+    g.add_argument(
+        "--context",
+        type=int,
+        metavar="TOKENS",
+        help="local provider: the model's context in tokens (default 8192, the embedded "
+        "model's trained length); more lets a longer prompt run, on positions the model "
+        "was not trained on; part of the cache key",
+    )
     g.add_argument("--retries", type=int, default=4, help="retries per call (default 4)")
     g.add_argument(
         "--retry-delay",
@@ -93,6 +101,7 @@ def model_options(args: argparse.Namespace, *, cache_mode: str | None = None) ->
         concurrency=args.concurrency,
         temperature=args.temperature,
         threads=args.threads,
+        context=args.context,
         cache_mode=cache_mode or args.cache_mode,
         cache_path=cache_path(args),
     )

@@ -2,7 +2,7 @@
 
 The command line builds it once from the model flags (``--provider``, ``--model``,
 ``--base-url``, ``--api-key``, ``--structured``, ``--timeout``, ``--retries``,
-``--retry-delay``, ``--temperature``, ``--threads``, ``--cache-mode``, ``--cache``; ``run`` adds
+``--retry-delay``, ``--temperature``, ``--threads``, ``--context``, ``--cache-mode``, ``--cache``; ``run`` adds
 ``--concurrency``). ``memory add`` builds its client from it, and ``run`` hands it to the
 runner through ``RunConfig``, whose model fields carry the same names, so a flag cannot
 reach one command and be dropped by the other.
@@ -51,6 +51,11 @@ class ModelOptions:
     #: floating-point sums, and so, rarely, a token; answers cached with one count are
     #: served to a run with another.
     threads: int | None = None
+    #: local only: llama.cpp's context in tokens (``None``: 8,192, SmolLM2's trained
+    #: length). Part of the cache key. Above the model's trained length the model runs
+    #: on positions it never saw: a system whose prompt does not fit otherwise can run,
+    #: at a cost in quality that is not measured here.
+    context: int | None = None
     #: ``read-write``, ``replay-only``, ``off`` or ``refresh``.
     cache_mode: str = "read-write"
     #: The answer cache file (``None`` only with ``cache_mode="off"``).
@@ -79,6 +84,11 @@ class ModelOptions:
                 return f"--threads must be at least 1 (got {self.threads!r})"
             if self.provider != "local":
                 return "--threads applies to the local provider only"
+        if self.context is not None:
+            if not is_integer(self.context) or not 512 <= self.context <= 131072:
+                return f"--context must be between 512 and 131072 tokens (got {self.context!r})"
+            if self.provider != "local":
+                return "--context applies to the local provider only"
         return None
 
     def client(self) -> LLMClient:
@@ -110,4 +120,6 @@ class ModelOptions:
             options["structured"] = self.structured
         if self.threads is not None:
             options["threads"] = self.threads
+        if self.context is not None:
+            options["n_ctx"] = self.context
         return options or None

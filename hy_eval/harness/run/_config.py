@@ -45,6 +45,7 @@ SAVED_IDENTITY = (
     "matcher",
     "judge_variant",
     "structured",
+    "context",
     "variant",
     "guard",
     "repeats",
@@ -106,6 +107,8 @@ class RunConfig(BaseModel):
     """Seconds per call (the local model is not timed out)."""
     threads: int | None = None
     """The local model's threads (``ModelOptions.threads``; not in any cache key)."""
+    context: int | None = None
+    """The local model's context in tokens (``ModelOptions.context``; in the cache key)."""
     retries: int = 4
     """Retries per call for errors that a retry can cure."""
     retry_base_delay: float = 0.5

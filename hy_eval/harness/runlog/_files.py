@@ -85,6 +85,7 @@ class RunParams(BaseModel):
     reuse: bool | None = Field(default=None, description="Finished records reused.")
     timeout: Number | None = Field(default=None, description="Seconds per call.")
     threads: int | None = Field(default=None, description="The local model's threads.")
+    context: int | None = Field(default=None, description="The local model's context.")
     retries: int | None = Field(default=None, description="Retries per call.")
     retry_base_delay: Number | None = Field(default=None, description="First backoff delay.")
     max_error_rate: Number | None = Field(default=None, description="Tolerated error share.")
