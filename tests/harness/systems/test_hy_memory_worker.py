@@ -231,3 +231,70 @@ def test_ready_line_names_the_system_and_what_it_measures(worker):
         "measures": ["owner", "profile", "operations_raw"],
     }
     quit_cleanly(worker)
+
+
+def test_a_case_reports_the_store_the_profile_and_the_operations(worker, model):
+    worker.read()
+    worker.send(case("ms-en-0001"))
+    got = worker.read()
+    assert got["ok"] is True and got["error"] is None
+    m1 = got["existing_ids"]["m1"]
+    assert got["before"] == [
+        {"id": m1, "text": EXISTING[0]["text"], "owner": "user", "status": "active"}
+    ]
+    after = {f["text"]: f for f in got["after"]}
+    assert set(after) == {USER_FACT, OSKAR_FACT, AGENT_FACT}
+    # The cross-subject UPDATE the model proposed was applied in place: the memory about
+    # the user now holds Oskar's fact, under its old id and owner.
+    assert after[OSKAR_FACT]["id"] == m1 and after[OSKAR_FACT]["owner"] == "user"
+    assert after[USER_FACT]["owner"] == "user" and after[USER_FACT]["id"] != m1
+    assert after[AGENT_FACT]["owner"] == "agent"
+    assert all(f["status"] == "active" and f["supersedes"] == [] for f in got["after"])
+    assert got["profile"] == {"name": "Hana"}
+    assert got["operations_raw"] == [
+        {"op": "ADD", "target": None, "text": USER_FACT},
+        {"op": "UPDATE", "target": m1, "text": OSKAR_FACT},
+        {"op": "ADD", "target": None, "text": AGENT_FACT},
+    ]
+    assert got["calls"] == 2 == len(model.chats)
+    trace = got["trace"]
+    assert trace["operations_from"] == "reconcile" and trace["reconcile_candidates"] == 1
+    assert [m["owner"] for m in trace["extract"]["memory"]] == ["user", "user", "agent"]
+    assert {"op": "UPDATE", "id": m1, "text": OSKAR_FACT} in trace["applied"]
+    quit_cleanly(worker)
+
+
+def test_the_model_sees_names_history_and_only_the_case_time(worker, model):
+    worker.read()
+    worker.send(case("ms-en-0002"))
+    assert worker.read()["ok"] is True
+    extract, reconcile = model.chats
+    assert '"name": "Oskar"' in extract and "team dinner" in extract
+    # The SDK's clock reads in the prompts are pinned to HY_EVAL_MEMORY_AT, so the same
+    # case is the same request on any day.
+    assert set(re.findall(r"\d{4}-\d\d-\d\d", extract)) == {"2026-01-15"}
+    assert "Current date: 2026-01-15 10:00" in reconcile
+    assert set(re.findall(r"\d{4}-\d\d-\d\d", reconcile)) == {"2026-01-15"}
+    quit_cleanly(worker)
+
+
+def test_a_failed_case_is_an_answer_and_the_worker_goes_on(worker, model):
+    worker.read()
+    model.garbage = True
+    worker.send(case("ms-en-0003"))
+    failed = worker.read()
+    assert failed["ok"] is False and "JSON_PARSE_FAILED" in failed["error"]
+    assert "\n" not in failed["error"]
+    worker.send({"op": "nonsense"})
+    assert worker.read() == {"ok": False, "error": "unknown op 'nonsense'"}
+    assert worker.proc.stdin is not None
+    worker.proc.stdin.write("not json\n")
+    worker.proc.stdin.flush()
+    assert worker.read()["ok"] is False
+    # The next case starts from an empty store: nothing of the failed one is left.
+    model.garbage = False
+    worker.send({**case("ms-en-0004"), "system": "You are a travel agent."})
+    got = worker.read()
+    assert got["ok"] is True and len(got["before"]) == 1 and len(got["after"]) == 3
+    assert "You are a travel agent." in model.chats[-2]  # the system prompt reached extract
+    quit_cleanly(worker)

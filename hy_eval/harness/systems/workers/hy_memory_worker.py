@@ -139,12 +139,25 @@ class Settings:
         }
 
 
-def pin_reconcile_clock(at: datetime) -> None:
-    """The reconcile prompt carries "Current date" to the minute from ``datetime.now()``,
-    which would make every reconcile request a new one to the harness's cache. The
-    reconciler module's ``datetime`` is replaced by a subclass whose ``now()`` is the
-    case time; ``isinstance`` checks against it still accept every real datetime."""
-    from hy_memory.agent import reconciler
+def pin_clock(at: datetime) -> None:
+    """Prompts as if the clock read ``at``, the case time. Left alone, the extraction
+    prompt carries today's date ("Current Date") and the reconcile prompt the time to the
+    minute ("Current date"), so the same case would be a new request to the harness's
+    cache every day, or every minute. The extraction templates get the date written in
+    place of their ``{current_date}`` field; the reconciler module's ``datetime`` becomes
+    a subclass whose ``now()`` is ``at`` and whose ``isinstance`` checks still accept
+    every real datetime."""
+    from hy_memory.agent import extractor, prompts_zh, reconciler
+
+    day = at.strftime("%Y-%m-%d")
+    for module, names in (
+        (extractor, ["EXTRACT_PROMPT", "EXTRACT_PROMPT_NO_INTENTION"]),
+        (prompts_zh, ["EXTRACT_PROMPT_ZH", "EXTRACT_PROMPT_ZH_NO_INTENTION"]),
+    ):
+        for name in names:
+            template = getattr(module, name, None)
+            if isinstance(template, str):
+                setattr(module, name, template.replace("{current_date}", day))
 
     real = datetime
 
@@ -428,7 +441,7 @@ def main() -> int:
     settings.workdir.mkdir(parents=True, exist_ok=True)
     prepare_environment(settings.workdir)
     sdk = Sdk()
-    pin_reconcile_clock(settings.memory_at)
+    pin_clock(settings.memory_at)
 
     def send(obj: dict[str, Any]) -> None:
         protocol.write(json.dumps(obj, ensure_ascii=False) + "\n")
