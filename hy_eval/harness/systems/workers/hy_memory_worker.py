@@ -159,21 +159,19 @@ def pin_clock(at: datetime) -> None:
             if isinstance(template, str):
                 setattr(module, name, template.replace("{current_date}", day))
 
-    real = datetime
-
     class _Checks(type):
         def __instancecheck__(cls, obj: object) -> bool:
-            return isinstance(obj, real)
+            return isinstance(obj, datetime)
 
         def __subclasscheck__(cls, sub: type) -> bool:
-            return issubclass(sub, real)
+            return issubclass(sub, datetime)
 
-    class PinnedClock(real, metaclass=_Checks):
+    class PinnedClock(datetime, metaclass=_Checks):
         @classmethod
-        def now(cls, tz: Any = None) -> datetime:
-            return at if tz is None else at.replace(tzinfo=tz)
+        def now(cls, tz: Any = None) -> PinnedClock:
+            return cls.combine(at.date(), at.time(), tzinfo=tz)
 
-    if getattr(reconciler, "datetime", None) is real:
+    if getattr(reconciler, "datetime", None) is datetime:
         reconciler.datetime = PinnedClock
 
 
