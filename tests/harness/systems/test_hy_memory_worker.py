@@ -82,10 +82,12 @@ def fenced(obj: Any) -> str:
 
 
 class FakeModel:
-    """Chat completions and embeddings. ``garbage`` makes every chat answer prose."""
+    """Chat completions and embeddings. ``garbage`` makes every chat answer prose,
+    ``garbage_reconcile`` only reconcile's."""
 
     def __init__(self) -> None:
         self.garbage = False
+        self.garbage_reconcile = False
         self.chats: list[str] = []
         self.server = LoopbackServer(self.answer)
 
@@ -109,7 +111,7 @@ class FakeModel:
                 }
             )
         elif "memory management system" in prompt:
-            text = fenced(self.reconcile(prompt))
+            text = GARBAGE if self.garbage_reconcile else fenced(self.reconcile(prompt))
         else:
             text = "{}"
         return Reply(body=openai_completion(text, model=req.body.get("model", "m")))
@@ -197,6 +199,9 @@ def worker(python, model, tmp_path):
         "HY_EVAL_EMBED_DIMS": str(DIMS),
         "HY_EVAL_WORKDIR": str(tmp_path / "work"),
         "HY_EVAL_MEMORY_AT": MEMORY_AT,
+        # The SDK's INFO logs go to stdout unless told otherwise: at INFO, a clean stdout
+        # shows the worker keeps the protocol stream to itself.
+        "MEMORY_LOG_LEVEL": "INFO",
     }
     w = Worker(python, env, tmp_path / "stderr.txt")
     yield w
@@ -297,4 +302,28 @@ def test_a_failed_case_is_an_answer_and_the_worker_goes_on(worker, model):
     got = worker.read()
     assert got["ok"] is True and len(got["before"]) == 1 and len(got["after"]) == 3
     assert "You are a travel agent." in model.chats[-2]  # the system prompt reached extract
+    quit_cleanly(worker)
+
+
+def test_an_unusable_reconcile_answer_adds_every_extracted_fact(worker, model):
+    """hy-memory asks reconcile twice, then adds every extracted fact and still calls the
+    add a success: the case is answered, with the operations the SDK applied on its own
+    and reconcile's failure in the trace."""
+    worker.read()
+    model.garbage_reconcile = True
+    worker.send(case("ms-en-0005"))
+    got = worker.read()
+    assert got["ok"] is True
+    m1 = got["existing_ids"]["m1"]
+    after = {f["text"]: f["id"] for f in got["after"]}
+    assert after == {
+        EXISTING[0]["text"]: m1,
+        **{t: after[t] for t in (USER_FACT, OSKAR_FACT, AGENT_FACT)},
+    }
+    assert got["operations_raw"] == [
+        {"op": "ADD", "target": None, "text": t} for t in (USER_FACT, OSKAR_FACT, AGENT_FACT)
+    ]
+    assert got["trace"]["operations_from"] == "extract"
+    assert got["trace"]["reconcile_error"]
+    assert got["calls"] == len(model.chats)
     quit_cleanly(worker)

@@ -175,6 +175,31 @@ def pin_clock(at: datetime) -> None:
         reconciler.datetime = PinnedClock
 
 
+class CallCount:
+    """How many chat requests the SDK has sent."""
+
+    def __init__(self) -> None:
+        self.n = 0
+
+
+def count_model_calls() -> CallCount:
+    """Count every chat request the SDK sends: all of them go through one method of its
+    LLM provider, wrapped here. The pipeline log cannot say this: reconcile asks twice
+    when it cannot parse the first answer, and logs one step. With one attempt configured
+    (no retries in the SDK or in the openai client under it), a call is one request."""
+    from hy_memory.agent.llm_provider import LLMProvider
+
+    count = CallCount()
+    send = LLMProvider._chat_completions
+
+    async def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
+        count.n += 1
+        return await send(self, *args, **kwargs)
+
+    LLMProvider._chat_completions = counted
+    return count
+
+
 class Sdk:
     """The parts of ``hy_memory`` the worker uses, imported once the environment is set."""
 
@@ -189,6 +214,7 @@ class Sdk:
         self.active = MemoryStatus.ACTIVE
         self.statuses = [s.value for s in MemoryStatus]
         self.version = importlib.metadata.version("hy-memory")
+        self.model_calls = count_model_calls()
 
 
 def seed_history(sdk: Sdk, settings: Settings, store: Path, req: dict[str, Any]) -> None:
@@ -338,9 +364,8 @@ def raw_operations(ops: list[Any]) -> list[dict[str, Any]]:
     return out
 
 
-def read_step(log: dict[str, Any], trace: dict[str, Any]) -> int:
-    """Keep what one pipeline log entry says in ``trace``; the number of model calls it
-    stands for."""
+def read_step(log: dict[str, Any], trace: dict[str, Any]) -> None:
+    """Keep what one pipeline log entry says in ``trace``."""
     step, parsed = log.get("step"), decoded(log.get("parsed"))
     if step == "EXTRACT":
         parsed = parsed if isinstance(parsed, dict) else {}
@@ -349,34 +374,29 @@ def read_step(log: dict[str, Any], trace: dict[str, Any]) -> int:
             "intentions": stage_items(parsed.get("intentions")),
             "error": parsed.get("error"),
         }
-        return 1
-    if step == "RECONCILE":
+    elif step == "RECONCILE":
         # A list is the parsed operations; anything else says why there are none.
         trace["reconcile" if isinstance(parsed, list) else "reconcile_error"] = parsed
-        return 1
-    if step == "SEARCH_QUERY":
-        # Logged even when switched off (the default), with a bracketed note as prompt.
-        return 0 if str(log.get("prompt") or "").startswith("[") else 1
-    if step == "TOOL_CALLS" and isinstance(parsed, dict):
+    elif step == "TOOL_CALLS" and isinstance(parsed, dict):
         # The L0 profile writes the extraction asked for (basic_info).
         upserts = [c for c in parsed.get("tool_calls_input") or [] if isinstance(c, dict)]
         trace["profile_upserts"] = [decoded(c.get("arguments")) for c in upserts]
     elif step == "RECONCILE_CANDIDATES" and isinstance(parsed, dict):
         trace["reconcile_candidates"] = parsed.get("candidate_count")
-    return 0
 
 
 def read_trace(sdk: Sdk, client: Any, request_id: str) -> dict[str, Any]:
-    """What the add did, from the SDK's own pipeline log of the request: the model calls,
-    the extraction and reconcile outputs as parsed (no prompts), and the operations the
-    store applied. ``operations_raw`` is reconcile's parsed answer when reconcile ran
-    and was understood. Otherwise the SDK adds every extracted item without asking the
-    model (no existing memory was a candidate, or reconcile's answer was unusable), and
-    the operations are those ADDs; ``trace.operations_from`` says which."""
+    """What the add did, from the SDK's own pipeline log of the request: the extraction
+    and reconcile outputs as parsed (no prompts), and the operations the store applied.
+    ``operations_raw`` is reconcile's parsed answer when reconcile ran and was understood.
+    Otherwise the SDK adds every extracted item without asking the model (no existing
+    memory was a candidate, or reconcile's answer was unusable), and the operations are
+    those ADDs; ``trace.operations_from`` says which."""
     full = sdk.inspector_class(client).get_full_trace(request_id) or {}
     logs = [log for log in full.get("pipeline_logs") or [] if isinstance(log, dict)]
     trace: dict[str, Any] = {"steps": [log.get("step") for log in logs]}
-    calls = sum(read_step(log, trace) for log in logs)
+    for log in logs:
+        read_step(log, trace)
     if "reconcile" in trace:
         trace["operations_from"] = "reconcile"
         operations = raw_operations(trace.pop("reconcile"))
@@ -389,7 +409,7 @@ def read_trace(sdk: Sdk, client: Any, request_id: str) -> dict[str, Any]:
         {"op": o.get("op"), "id": o.get("memory_id"), "text": o.get("content")}
         for o in full.get("memory_operations") or []
     ]
-    return {"operations_raw": operations, "calls": calls, "trace": trace}
+    return {"operations_raw": operations, "trace": trace}
 
 
 def run_case(sdk: Sdk, settings: Settings, store: Path, req: dict[str, Any]) -> dict[str, Any]:
@@ -406,9 +426,11 @@ def run_case(sdk: Sdk, settings: Settings, store: Path, req: dict[str, Any]) -> 
             # add() has no system argument: a system message is how the SDK takes one.
             messages.insert(0, {"role": "system", "content": req["system"]})
         request_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"hy-eval/{req.get('label')}/add"))
+        calls_before = sdk.model_calls.n
         response = client.add(
             messages, user_id=user_id, memory_at=settings.memory_at, request_id=request_id
         )
+        calls = sdk.model_calls.n - calls_before
         if not response.get("success"):
             return {"ok": False, "error": failure_text(response)}
         return {
@@ -417,6 +439,7 @@ def run_case(sdk: Sdk, settings: Settings, store: Path, req: dict[str, Any]) -> 
             "before": [{k: v for k, v in f.items() if k != "supersedes"} for f in before],
             "after": read_facts(sdk, client, user_id),
             "profile": read_profile(client, user_id),
+            "calls": calls,
             **read_trace(sdk, client, str(response.get("request_id") or request_id)),
             "error": None,
         }
