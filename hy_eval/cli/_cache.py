@@ -46,12 +46,20 @@ def cmd_cassette_record(args: argparse.Namespace) -> int:
     """Run the suite with the read-write cache and export the answers it used."""
     from hy_eval.harness.run import RunError, record_cassette
 
+    system = "" if args.system == "hy_eval" else f"{args.system}."
+    sample = "" if args.sample is None else f".sample{args.sample}"
     out_path = Path(
-        args.file or f"tests/cassettes/{args.suite}.{args.variant}.{args.provider}.jsonl"
+        args.file
+        or f"tests/cassettes/{args.suite}.{system}{args.variant}.{args.provider}{sample}.jsonl"
     )
     try:
         answers, cases = record_cassette(
-            model_options(args, cache_mode="read-write"), args.suite, args.variant, out_path
+            model_options(args, cache_mode="read-write"),
+            args.suite,
+            args.variant,
+            out_path,
+            system=args.system,
+            sample=args.sample,
         )
     except RunError as exc:
         raise UserError(str(exc), exc.exit_code) from None
@@ -95,8 +103,12 @@ def register_cassette(sub: Any) -> None:
     p = cassette.add_parser("record", help="run a suite and write the answers it used")
     p.add_argument("--suite", default="multi_speaker")
     p.add_argument("--variant", default="default")
+    p.add_argument("--system", default="hy_eval", help="memory system under test (run --system)")
+    p.add_argument("--sample", type=int, help="N cases spread over the suite (run --sample)")
     p.add_argument(
-        "--file", help="cassette path (default tests/cassettes/<suite>.<variant>.<provider>.jsonl)"
+        "--file",
+        help="cassette path (default tests/cassettes/<suite>.[<system>.]<variant>.<provider>"
+        "[.sample<N>].jsonl)",
     )
     # The recording always reads and writes the cache: no --cache-mode.
     add_model_flags(p, cache_mode=False)

@@ -2,10 +2,10 @@
 
 The command line builds it once from the model flags (``--provider``, ``--model``,
 ``--base-url``, ``--api-key``, ``--structured``, ``--timeout``, ``--retries``,
-``--retry-delay``, ``--temperature``, ``--threads``, ``--context``, ``--cache-mode``, ``--cache``; ``run`` adds
-``--concurrency``). ``memory add`` builds its client from it, and ``run`` hands it to the
-runner through ``RunConfig``, whose model fields carry the same names, so a flag cannot
-reach one command and be dropped by the other.
+``--retry-delay``, ``--temperature``, ``--threads``, ``--context``, ``--cache-mode``,
+``--cache``; ``run`` adds ``--concurrency``). ``memory add`` builds its client from it,
+and ``run`` hands it to the runner through ``RunConfig``, whose model fields carry the same
+names, so a flag cannot reach one command and be dropped by the other.
 """
 
 from __future__ import annotations

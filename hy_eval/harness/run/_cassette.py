@@ -14,25 +14,37 @@ from hy_eval.llm import AnswerCache, ModelOptions, export_cassette
 
 
 def record_cassette(
-    options: ModelOptions, suite: str, variant: str, out_path: Path
+    options: ModelOptions,
+    suite: str,
+    variant: str,
+    out_path: Path,
+    *,
+    system: str = "hy_eval",
+    sample: int | None = None,
 ) -> tuple[int, int]:
-    """Run ``suite`` with ``variant`` on the model ``options`` name (its cache read and
-    written) and write the answers the run used to ``out_path``: (answers, cases).
-    Raises ``RunError`` when the run cannot start or a case met a provider error (a
-    cassette with holes would fail every replay); nothing is written then."""
+    """Run ``suite`` with ``variant`` through ``system`` on the model ``options`` name (its
+    cache read and written; ``sample``: that many cases spread over the suite) and write
+    the answers the run used to ``out_path``: (answers, cases). Raises ``RunError`` when
+    the run cannot start or a model call failed (a cassette with holes would fail every
+    replay); nothing is written then. An external system may fail a case on its own (its
+    answer unusable to it): that case replays the same, so it is no hole."""
+    external = system != "hy_eval"
     with tempfile.TemporaryDirectory() as tmp:
         config = RunConfig.of(
             options,
             suite=suite,
+            system=system,
+            sample=sample,
             variant=variant,
             out=str(Path(tmp) / "run"),
             # Every answer must be asked of the cache, to be exported.
             reuse=False,
-            max_error_rate=0.0,
+            max_error_rate=1.0 if external else 0.0,
         )
         runner = Runner(config)
         _, summary, code = runner.run()
-    if code != ExitCode.OK or runner.llm is None or options.cache_path is None:
+    client = runner.answer_client()
+    if code != ExitCode.OK or client is None or client.stats.errors or not options.cache_path:
         raise RunError("the recording run had provider errors; nothing written", ExitCode.PROVIDER)
-    answers = export_cassette(AnswerCache(options.cache_path), runner.llm.keys_used, out_path)
+    answers = export_cassette(AnswerCache(options.cache_path), client.keys_used, out_path)
     return answers, summary.cases

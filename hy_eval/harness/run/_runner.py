@@ -320,7 +320,11 @@ class Runner:
         total = sum(len(r) for r in todo.values())
         workers = max(1, min(llm.concurrency, total))
         progress = Progress(
-            total + already, already, llm, enabled=self.config.progress, concurrency=workers
+            total + already,
+            already,
+            self.answer_client() or llm,  # an external system's calls go through its server
+            enabled=self.config.progress,
+            concurrency=workers,
         )
         # Bounded: cases are parsed as workers need them, so memory does not grow with
         # the suite. None tells a worker to stop.
@@ -382,6 +386,11 @@ class Runner:
                 await client.aclose()
         if stop.is_set():
             raise InterruptedRun  # the handler said so; _execute says what is kept
+
+    def answer_client(self) -> LLMClient | None:
+        """The client that asked the run's model: the run's own, or for an external
+        system the one behind its model server (None before a run)."""
+        return self._external.server.client if self._external is not None else self.llm
 
     def _start_external(self, plan: RunPlan, prices: PriceTable) -> ExternalRun | None:
         """The model server and worker settings of an external system; None for ours."""
