@@ -40,6 +40,21 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
+def cmd_table(args: argparse.Namespace) -> int:
+    """Finished runs side by side: the matrix files of runs made apart."""
+    from pathlib import Path
+
+    from hy_eval.harness.run import RunError, tabulate_runs
+
+    try:
+        result = tabulate_runs([Path(d) for d in args.run_dirs], Path(args.out))
+    except RunError as exc:
+        raise UserError(str(exc), exc.exit_code) from None
+    echo(result.text)
+    echo(f"table: {result.report}")
+    return ExitCode.OK
+
+
 def cmd_baseline_bless(args: argparse.Namespace) -> int:
     from hy_eval.harness import CompareError, GateConfigError
     from hy_eval.harness.gate import bless
@@ -74,6 +89,15 @@ def register(sub: Any) -> None:
         help="also write the comparison page here: differences, flipped cases side by side",
     )
     p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser(
+        "table",
+        help="finished runs side by side (a matrix of runs made apart, e.g. of several "
+        "systems), each compared with the first",
+    )
+    p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
+    p.add_argument("--out", required=True, help="folder for matrix.md, matrix.json and pages")
+    p.set_defaults(func=cmd_table)
 
     baseline = sub.add_parser("baseline", help="bless a run as the baseline").add_subparsers(
         dest="baseline_command", metavar="ACTION", required=True

@@ -12,6 +12,7 @@ from hy_eval.harness.run._matrix import (
     flipped_sections,
     metric_table,
     run_matrix,
+    tabulate_runs,
 )
 from hy_eval.harness.run._perturbed import run_with_perturbations
 from hy_eval.harness.run._plan import RunError, resume_settings
@@ -37,4 +38,5 @@ __all__ = [
     "run_matrix",
     "run_suite",
     "run_with_perturbations",
+    "tabulate_runs",
 ]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import itertools
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -124,6 +125,34 @@ def run_matrix(
     return result
 
 
+def tabulate_runs(run_dirs: Sequence[Path], root: Path) -> MatrixResult:
+    """The matrix files of finished runs (each folder's name its column; the first the
+    one the others are compared with), written under ``root``: a side-by-side table of
+    runs made apart, e.g. systems that need different model settings. Raises
+    ``RunError`` for a folder without a summary, or runs that cannot be compared."""
+    from hy_eval.harness.analysis import CompareError
+    from hy_eval.harness.runlog import RunFolderError, read_summary
+
+    if len(run_dirs) < 2:
+        raise RunError("a table needs at least two run folders")
+    result = MatrixResult(root, [])
+    for run_dir in run_dirs:
+        try:
+            summary = read_summary(run_dir)
+        except RunFolderError as exc:
+            raise RunError(str(exc)) from None
+        if summary is None:
+            raise RunError(f"{run_dir}: no summary.json (not a finished run folder)")
+        result.entries.append(MatrixEntry(Path(run_dir).name, Path(run_dir), summary, 0))
+    try:
+        _compare_all(result)
+    except CompareError as exc:
+        raise RunError(str(exc)) from None
+    root.mkdir(parents=True, exist_ok=True)
+    _write_matrix(result)
+    return result
+
+
 def _compare_all(result: MatrixResult) -> None:
     from hy_eval.harness.analysis import compare, holm, run_outcomes
 
@@ -162,8 +191,10 @@ def _tokens_per_case(summary: RunSummary) -> float:
 def flipped_sections(result: MatrixResult) -> list[str]:
     """Per comparison, the cases whose pass/fail flipped, linked to both reports."""
     first = result.entries[0].name
+    home = _link(result.root, result.entries[0].run_dir)
     lines: list[str] = []
     for entry, comparison in zip(result.entries[1:], result.comparisons, strict=True):
+        there = _link(result.root, entry.run_dir)
         lines.append(f"\n### Flipped cases: {entry.name} against {first}\n")
         lines.append(
             f"Side by side, with a fact-level diff: "
@@ -171,10 +202,15 @@ def flipped_sections(result: MatrixResult) -> list[str]:
         )
         lines.append("| case | change | drill-down | what changed |\n|---|---|---|---|")
         for f in comparison.flipped:
-            links = f"[A]({first}/report.html#{f.id}) / [B]({entry.name}/report.html#{f.id})"
+            links = f"[A]({home}/report.html#{f.id}) / [B]({there}/report.html#{f.id})"
             changed = ", ".join(sorted(f.diff)) or "-"
             lines.append(f"| {f.id} | {f.change} | {links} | {changed} |")
     return lines
+
+
+def _link(root: Path, run_dir: Path) -> str:
+    """``run_dir`` as a link from a page in ``root``."""
+    return Path(os.path.relpath(run_dir, root)).as_posix()
 
 
 def _write_matrix(result: MatrixResult) -> None:

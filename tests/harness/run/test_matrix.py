@@ -39,7 +39,7 @@ def test_metric_table_has_a_row_per_metric_and_tokens_per_case():
 
 
 def test_flipped_cases_link_both_reports():
-    result = MatrixResult(Path("m"), [entry("a", 1.0), entry("b", 0.5)])
+    result = MatrixResult(Path("."), [entry("a", 1.0), entry("b", 0.5)])  # runs in root
     flipped = [{"id": "c1", "change": "broken", "diff": {"facts": 1}}]
     result.comparisons = [Comparison.model_validate({"a": "a", "b": "b", "flipped": flipped})]
     text = "\n".join(flipped_sections(result))
@@ -56,3 +56,24 @@ def test_the_worst_exit_code_is_the_matrix_code():
 def test_a_matrix_without_models_is_refused(tmp_path):
     with pytest.raises(RunError, match="at least one model"):
         run_matrix(RunConfig(), [], ["default"], tmp_path)
+
+
+def test_finished_runs_are_tabulated_side_by_side(tmp_path):
+    """``table``: runs made apart, compared with the first, written as a matrix."""
+    import shutil
+
+    from hy_eval.harness.run import RunError, tabulate_runs
+
+    data = Path(__file__).parents[2] / "data" / "runlog_v1"
+    for name in ("a", "b"):
+        shutil.copytree(data / "run", tmp_path / "runs" / name)
+    result = tabulate_runs([tmp_path / "runs" / "a", tmp_path / "runs" / "b"], tmp_path / "t")
+    text = (tmp_path / "t" / "matrix.md").read_text()
+    assert text.startswith("| metric | a | b |")
+    assert len(result.comparisons) == 1 and result.comparisons[0].flipped == []
+    assert (tmp_path / "t" / "compare-b.html").is_file()
+    assert (tmp_path / "t" / "matrix.json").is_file()
+    with pytest.raises(RunError, match="no summary.json"):
+        tabulate_runs([tmp_path / "runs" / "a", tmp_path], tmp_path / "again")
+    with pytest.raises(RunError, match="different matchers"):
+        tabulate_runs([tmp_path / "runs" / "a", data / "kw"], tmp_path / "again")
