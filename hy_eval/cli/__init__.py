@@ -44,6 +44,7 @@ COMMANDS = (
     "memory",
     "datasets",
     "compare",
+    "table",
     "baseline",
     "cassette",
     "matchers",

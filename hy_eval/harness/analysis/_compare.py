@@ -67,6 +67,8 @@ class RunOutcomes:
     checks: list[CaseRecord] = field(default_factory=list)
     #: ``perturb.json`` of a perturbed run, else None.
     perturbation: PerturbFile | None = None
+    #: Metrics the run's system under test cannot expose (its records say so).
+    not_measured: frozenset[str] = frozenset()
 
     @property
     def matcher(self) -> str:
@@ -77,7 +79,7 @@ class RunOutcomes:
 def outputs_of(record: CaseRecord) -> dict[str, Any]:
     """The parts of a case record a structural diff looks at."""
     return {
-        "facts": [(f["text"], f["owner"]) for f in record.facts],
+        "facts": [(f["text"], f.get("owner")) for f in record.facts],
         "operations": [
             (o["op"], o["fact"], tuple(o["targets"])) for o in record.operations.get("applied", [])
         ],
@@ -94,11 +96,13 @@ def run_outcomes(run_dir: str | Path) -> RunOutcomes:
     rows = RecordRows()
     outputs: dict[str, dict[str, Any]] = {}
     checks: list[CaseRecord] = []
+    unmeasured: set[str] = set()
     try:  # a run folder is input: a bad record is one line naming it, not a traceback
         run = read_run(run_dir)
         for rec in checked_records(run.records_path):
             rows.add(rec)
             checks.append(slim_record(rec))
+            unmeasured.update(rec.score.not_measured or ())
             if rec.repeat == 0:
                 outputs[rec.id] = outputs_of(rec)
         perturbation = read_perturb_file(Path(run_dir))
@@ -117,6 +121,7 @@ def run_outcomes(run_dir: str | Path) -> RunOutcomes:
         manifest,
         checks,
         perturbation,
+        frozenset(unmeasured),
     )
 
 
@@ -437,6 +442,7 @@ def own_values(run: RunOutcomes) -> dict[str, dict[str, Any]]:
     only, so they differ from these when a run has cases the other does not count."""
     if not run.counts:
         return {m: {"value": None, "n": 0} for m in METRICS}
+    lacks = {"not_measured": True}
     counts = _counts_array(run, sorted(run.counts))
     out: dict[str, dict[str, Any]] = {}
     for j, m in enumerate(METRICS):
@@ -445,6 +451,7 @@ def own_values(run: RunOutcomes) -> dict[str, dict[str, Any]]:
         out[m] = {
             "value": float(num.sum()) / total if total > 0 else None,
             "n": int((den > 0).sum()),
+            **(lacks if m in run.not_measured else {}),
         }
     return out
 

@@ -17,7 +17,7 @@ count for that metric in both runs, so they can differ from a run's own headline
 from __future__ import annotations
 
 from hy_eval._terminal import neutralise
-from hy_eval.harness.runlog import Comparison
+from hy_eval.harness.runlog import Comparison, OwnValue
 from hy_eval.harness.scoring import matcher_text
 
 
@@ -51,8 +51,8 @@ def own_value_lines(result: Comparison) -> list[str]:
         a, b, n = e.own.a, e.own.b, e.n
         if a.n > n or b.n > n:
             rows.append(
-                f"  {m}: A {_num(a.value, '.3f')} on {_cases(a.n)}, "
-                f"B {_num(b.value, '.3f')} on {_cases(b.n)} (n {n} in the table)"
+                f"  {m}: A {_own(a)} on {_cases(a.n)}, "
+                f"B {_own(b)} on {_cases(b.n)} (n {n} in the table)"
             )
     if not rows:
         return []
@@ -61,6 +61,11 @@ def own_value_lines(result: Comparison) -> list[str]:
         "are fewer:",
         *rows,
     ]
+
+
+def _own(value: OwnValue) -> str:
+    """A run's own value; n/m when its system cannot expose the metric."""
+    return "n/m" if value.not_measured else _num(value.value, ".3f")
 
 
 def verdict_lines(result: Comparison) -> list[str]:

@@ -40,6 +40,9 @@ class OwnValue(FilePart):
         default=None, description="sum(num) / sum(den); None: nothing counted."
     )
     n: int = Field(default=0, description="Cases with something to check.")
+    not_measured: bool | None = Field(
+        default=None, description="True: the run's system under test cannot expose it."
+    )
 
 
 class OwnValues(FilePart):

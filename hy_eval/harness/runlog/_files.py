@@ -149,8 +149,11 @@ class RunManifest(BaseModel):
 
     @property
     def label(self) -> str:
-        """``provider:model/variant``, as comparisons name a run."""
-        return f"{self.provider}:{self.model}/{self.params.variant}"
+        """``provider:model/variant``, as comparisons name a run; ``system@`` before it for
+        an external memory system."""
+        system = self.params.system
+        where = "" if system in (None, "hy_eval") else f"{system}@"
+        return f"{where}{self.provider}:{self.model}/{self.params.variant}"
 
     @property
     def matcher(self) -> str:
