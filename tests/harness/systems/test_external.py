@@ -225,3 +225,42 @@ def test_a_matrix_across_systems_runs_the_others_when_one_cannot_install(
         "hy_memory--openai--default not run: hy_memory: install failed"
         in (tmp_path / "matrix" / "matrix.md").read_text()
     )
+
+
+def test_the_command_line_says_a_failed_install_in_one_line(tmp_path, monkeypatch, capsys):
+    from hy_eval.cli import main
+
+    def install(name):
+        raise SystemInstallError(f"{name}: install failed: no matching distribution")
+
+    monkeypatch.setattr("hy_eval.harness.systems._launch.ensure_venv", install)
+    with LoopbackServer(script) as server:
+        code = main(
+            [
+                "run",
+                "--suite",
+                suite_folder(tmp_path),
+                "--system",
+                "mem0",
+                "--provider",
+                "openai",
+                "--model",
+                "scripted",
+                "--base-url",
+                server.openai_url,
+                "--api-key",
+                "sk-dummy",
+                "--cache-mode",
+                "off",
+                "--out",
+                str(tmp_path / "r"),
+                "--quiet",
+            ]
+        )
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2
+    assert err[-1] == "hy-eval: error: mem0: install failed: no matching distribution"
+    assert main(["run", "--suite", suite_folder(tmp_path), "--system", "letta"]) == 2
+    assert (
+        "--system must be one of hy_eval, hy_memory, mem0 (got 'letta')" in capsys.readouterr().err
+    )

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# The side-by-side table of the memory systems on the embedded model (docs/systems.md).
+#
+#   bash reports/systems/make.sh record   # live: run hy_memory and mem0 on the sample,
+#                                         # write their cassettes (tests/cassettes/)
+#   bash reports/systems/make.sh replay [OUT]   # from the cassettes: the three runs under
+#                                         # OUT/runs/, the table in OUT (default: this folder)
+#
+# The sample: 20 cases spread evenly over the suite's files (--sample 20), the same for
+# every system; our own pipeline's answers come from the suite's full cassette. mem0 needs
+# --context 16384: its extraction prompt is longer than SmolLM2's 8,192-token context.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+SAMPLE=20
+mem0_flags=(--context 16384)
+cassette() { echo "tests/cassettes/multi_speaker.$1.default.local.sample$SAMPLE.jsonl"; }
+
+case "${1:-replay}" in
+record)
+    cache="${CACHE:-.hy_eval/systems-table.sqlite}"
+    python run_eval.py --suite multi_speaker --system hy_memory --sample "$SAMPLE" \
+        --cache "$cache" --out "$(mktemp -d)/hy_memory"
+    python run_eval.py --suite multi_speaker --system mem0 "${mem0_flags[@]}" \
+        --sample "$SAMPLE" --cache "$cache" --out "$(mktemp -d)/mem0"
+    python run_eval.py cassette record --system hy_memory --sample "$SAMPLE" \
+        --cache "$cache" --file "$(cassette hy_memory)"
+    python run_eval.py cassette record --system mem0 "${mem0_flags[@]}" \
+        --sample "$SAMPLE" --cache "$cache" --file "$(cassette mem0)"
+    ;;
+replay)
+    out="${2:-reports/systems}"
+    mkdir -p "$out"
+    answers="$out/answers.sqlite"
+    rm -f "$answers"
+    for file in tests/cassettes/multi_speaker.default.local.jsonl \
+        "$(cassette hy_memory)" "$(cassette mem0)"; do
+        python run_eval.py cassette import "$file" --cache "$answers" >/dev/null
+    done
+    common=(--suite multi_speaker --sample "$SAMPLE" --cache-mode replay-only
+        --cache "$answers" --no-reuse --quiet --max-error-rate 1)
+    rm -rf "$out/runs"
+    python run_eval.py "${common[@]}" --out "$out/runs/hy_eval" >/dev/null
+    python run_eval.py "${common[@]}" --system hy_memory --out "$out/runs/hy_memory" >/dev/null
+    python run_eval.py "${common[@]}" --system mem0 "${mem0_flags[@]}" \
+        --out "$out/runs/mem0" >/dev/null
+    rm -f "$answers"
+    python run_eval.py table "$out/runs/hy_eval" "$out/runs/hy_memory" "$out/runs/mem0" \
+        --out "$out"
+    ;;
+*)
+    echo "usage: make.sh record | replay [OUT]" >&2
+    exit 2
+    ;;
+esac
