@@ -153,14 +153,18 @@ class _Worker:
 class ExternalSystem:
     """A system under test in a worker process. ``first_miss`` returns the replay-only
     miss the model server met, if any: the system only sees an error answer, the run
-    must stop on it."""
+    must stop on it. ``spent`` returns the record's ``tokens`` and ``cost_usd`` for the
+    case that just ended (``ExternalRun.spent``)."""
 
     def __init__(
-        self, settings: WorkerSettings, first_miss: Callable[[], CacheMiss | None]
+        self,
+        settings: WorkerSettings,
+        first_miss: Callable[[], CacheMiss | None],
+        spent: Callable[[], dict[str, Any]] = dict,
     ) -> None:
         self.name = settings.name
         self.settings = settings
-        self.first_miss = first_miss
+        self.first_miss, self.spent = first_miss, spent
         self._worker: _Worker | None = None
 
     async def add_case(self, case: Case, *, label: str, repeat: int) -> SystemRun:
@@ -173,11 +177,15 @@ class ExternalSystem:
             self._worker = None
             await worker.stop(keep=True)
             self._raise_miss()
+            self.spent()  # a failed case's calls are not the next case's
             raise
         self._raise_miss()
         if answer.get("ok") is not True:
+            self.spent()
             raise CaseFailed(str(answer.get("error") or "the worker said the case failed")[:300])
-        return store_run(case, answer, list(worker.ready.get("measures") or []))
+        run = store_run(case, answer, list(worker.ready.get("measures") or []))
+        run.fields.update(self.spent())
+        return run
 
     def _raise_miss(self) -> None:
         miss = self.first_miss()

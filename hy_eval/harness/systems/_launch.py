@@ -9,7 +9,7 @@ from typing import Any
 
 from hy_eval.harness.systems._external import ExternalSystem, WorkerSettings
 from hy_eval.harness.systems._venv import ensure_venv
-from hy_eval.llm import EMBEDDING_MODEL, LLMServer, ModelOptions, PriceTable
+from hy_eval.llm import EMBEDDING_MODEL, LLMServer, ModelOptions, PriceTable, Usage
 
 
 class ExternalRun:
@@ -27,7 +27,9 @@ class ExternalRun:
         case_timeout: float,
     ) -> None:
         python = ensure_venv(name)
+        self.prices = prices
         self.server = LLMServer(options, prices=prices).start()
+        self._counted = Usage()
         self.settings = WorkerSettings(
             name,
             python,
@@ -40,7 +42,24 @@ class ExternalRun:
 
     def system(self) -> ExternalSystem:
         """A system with a worker of its own (one per case running at once)."""
-        return ExternalSystem(self.settings, lambda: self.server.first_miss)
+        return ExternalSystem(self.settings, lambda: self.server.first_miss, self.spent)
+
+    def spent(self) -> dict[str, Any]:
+        """A case record's ``tokens`` and ``cost_usd``: what the server counted since the
+        last case ended, for all the run's workers together (they share one event loop).
+        Exact with one case at a time; with several at once, the calls of cases running
+        beside it are counted in whichever ends first, so only the run's total is exact."""
+        client = self.server.client
+        total = client.stats.usage
+        used = Usage(
+            total.input_tokens - self._counted.input_tokens,
+            total.output_tokens - self._counted.output_tokens,
+        )
+        self._counted = total
+        return {
+            "tokens": {"input": used.input_tokens, "output": used.output_tokens},
+            "cost_usd": self.prices.cost(client.provider.model, used),
+        }
 
     def stats(self) -> dict[str, Any]:
         """The model calls the system made, as a run's own client counts them."""

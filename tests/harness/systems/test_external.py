@@ -128,8 +128,11 @@ def test_an_external_system_is_scored_from_its_store(tmp_path, fake_system):
     assert "system mem0 on" in report and "| profile_name_accuracy | n/m |" in report
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["params"]["system"] == "mem0"
-    # Every case's model call went through the server to the loopback model.
+    # Every case's model call went through the server to the loopback model, and its
+    # tokens (10 in, 5 out a call) are the case's.
     assert summary.calls.calls == 2
+    assert records["t-00"]["tokens"] == {"input": 10, "output": 5}
+    assert summary.tokens.input == 20 and summary.tokens.output == 10
     assert len([r for r in server.requests if "coffee number" in r.prompt_text]) == 2
 
 
