@@ -15,6 +15,7 @@ from hy_eval.harness.runlog._jsonfile import (
     RunFile,
     json_text,
     read_model_file,
+    replace_text,
 )
 from hy_eval.harness.runlog._perturbation import ConsistencyResult
 
@@ -155,7 +156,7 @@ class Comparison(RunFile):
 
 def write_comparison(path: str | Path, comparison: Comparison) -> None:
     """``compare --json``: the comparison as indented JSON."""
-    Path(path).write_text(json_text(comparison.to_data(), indent=1))
+    replace_text(Path(path), json_text(comparison.to_data(), indent=1))
 
 
 def read_comparison(path: Path) -> Comparison:
@@ -181,7 +182,7 @@ class GatesFile(RunFile):
 def write_gates_file(run_dir: Path, gates: GatesFile) -> Path:
     """Write ``RUN/gates.json``; return its path."""
     path = run_dir / GATES_FILE
-    path.write_text(json_text(gates.to_data(), indent=1))
+    replace_text(path, json_text(gates.to_data(), indent=1))
     return path
 
 
@@ -204,4 +205,4 @@ class MatrixFile(RunFile):
 
 def write_matrix_file(root: Path, matrix: MatrixFile) -> None:
     """Write ``ROOT/matrix.json``."""
-    (root / MATRIX_FILE).write_text(json_text(matrix.to_data(), indent=1), encoding="utf-8")
+    replace_text(root / MATRIX_FILE, json_text(matrix.to_data(), indent=1))

@@ -109,6 +109,12 @@ def json_text(data: Any, indent: int, *, sort_keys: bool = False) -> str:
 
 def write_json(path: Path, data: Any) -> None:
     """Write ``data`` as redacted, indented JSON through a temporary file and a rename."""
+    replace_text(path, redact(json_text(data, indent=2)) + "\n")
+
+
+def replace_text(path: Path, text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path`` through a temporary file and a rename: a reader,
+    or a crash halfway, never sees half a file."""
     tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(redact(json_text(data, indent=2)) + "\n", encoding="utf-8")
+    tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)
