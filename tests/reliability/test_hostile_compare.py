@@ -206,6 +206,10 @@ def test_a_torn_last_line_is_still_skipped(two_runs, tmp_path, capsys):
 ALLOWED = {
     "hy_eval/_terminal.py": None,  # the function itself
     "hy_eval/llm/_llama_worker.py": 4,
+    # The systems' workers run under another interpreter without hy_eval; they move the
+    # process's stdout aside for their JSON lines and send stray writes to stderr.
+    "hy_eval/harness/systems/workers/hy_memory_worker.py": 2,
+    "hy_eval/harness/systems/workers/mem0_worker.py": 4,
 }
 #: What may be asked of the standard streams without writing to them.
 HARMLESS = {"isatty", "fileno", "flush", "encoding"}
