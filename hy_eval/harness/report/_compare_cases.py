@@ -8,7 +8,7 @@ counts as changed. What changed is named per check:
 
 - a ``fact`` check: ``fact found`` / ``fact lost`` (the gold fact matched in one run
   only), else ``subject right`` / ``subject wrong`` and ``owner right`` / ``owner wrong``
-  (both runs matched it; B's subject or owner is now right or wrong);
+  (both runs matched it; B's subject or owner is now right or wrong), else as ``other``;
 - ``absent``, ``merge``, ``profile`` (profile_name, profile_absent) and ``other``
   (untouched, operations, parse, error): ``fixed`` when B's verdict is ok, ``broken``
   when it fails.
@@ -67,13 +67,17 @@ def change_kinds(a: CaseRecord, b: CaseRecord, keys: list[str]) -> list[str]:
             if found_a != found_b:
                 out.append("fact found" if found_b else "fact lost")
                 continue
-            for what, x, y in (
-                ("subject", ma.subject_ok, mb.subject_ok),
-                ("owner", ma.owner_ok, mb.owner_ok),
-            ):
-                if x is not None and y is not None and x != y:
-                    out.append(f"{what} {'right' if y else 'wrong'}")
-            continue
+            named = [
+                f"{what} {'right' if y else 'wrong'}"
+                for what, x, y in (
+                    ("subject", ma.subject_ok, mb.subject_ok),
+                    ("owner", ma.owner_ok, mb.owner_ok),
+                )
+                if x is not None and y is not None and x != y
+            ]
+            if named:
+                out += named
+                continue
         ok_b = cb.ok if cb is not None else kind in ("parse", "error")
         out.append(f"{GROUPS.get(kind, 'other')} {'fixed' if ok_b else 'broken'}")
     return list(dict.fromkeys(out))

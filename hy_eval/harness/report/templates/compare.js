@@ -192,7 +192,7 @@
     const select = filters.selects.kind;
     const holder = document.getElementById("kinds");
     holder.append(el("span", { class: "muted" }, "What changed: "));
-    for (const option of Array.from(select.options).slice(1)) {
+    for (const option of Array.from(select.options).slice(1).filter((o) => o.dataset.n !== "0")) {
       const b = el("button", { type: "button", "data-kind": option.value, "aria-pressed": "false" }, option.textContent);
       b.addEventListener("click", () => {
         select.value = select.value === option.value ? "" : option.value;

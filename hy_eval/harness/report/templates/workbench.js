@@ -210,10 +210,17 @@ const HY = (function () {
       rows.map((row) => el("tr", {}, el("td", {}, goldText(row)), matchCell(row))));
   }
 
+  // The rest of the gold (absent facts, profile, untouched memories), one line an item.
   function goldOther(c) {
     const e = c.expect || {};
-    return [block("Gold: absent", e.absent), block("Gold: profile", e.profile),
-      block("Gold: untouched", e.untouched)];
+    const lines = [];
+    for (const key of ["absent", "profile", "untouched", "operations"]) {
+      const value = e[key];
+      if (value === null || value === undefined || (typeof value === "object" && !Object.keys(value).length)) continue;
+      const items = Array.isArray(value) ? value : [value];
+      items.forEach((item) => lines.push(key + ": " + JSON.stringify(item)));
+    }
+    return lines.length ? el("details", { class: "gold-other" }, el("summary", {}, "other gold (absent, profile, untouched)"), el("pre", {}, lines.join("\n"))) : null;
   }
 
   function verdictColumn(c) {
@@ -259,10 +266,11 @@ const HY = (function () {
     for (const [key, label, values, order] of filters) {
       const seen = new Map();
       cases.forEach((c) => values(c).forEach((v) => seen.set(String(v), (seen.get(String(v)) || 0) + 1)));
-      const names = order ? order.filter((v) => seen.has(v)) : Array.from(seen.keys()).sort();
+      // A filter with a fixed order lists every value, those no case has with (0).
+      const names = order || Array.from(seen.keys()).sort();
       const select = el("select", { id: "f-" + key, name: key },
         el("option", { value: "" }, "all"),
-        names.map((v) => el("option", { value: v }, v + " (" + seen.get(v) + ")")));
+        names.map((v) => el("option", { value: v, "data-n": seen.get(v) || 0 }, v + " (" + (seen.get(v) || 0) + ")")));
       select.addEventListener("change", onChange);
       selects[key] = select;
       form.append(el("label", {}, label, select));
