@@ -60,7 +60,7 @@ def measure(browser, path: Path, filter_id: str, repeats: int) -> dict[str, floa
     for _ in range(repeats):
         page = browser.new_page(viewport={"width": 1400, "height": 900})
         errors: list[str] = []
-        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.on("pageerror", lambda e, seen=errors: seen.append(str(e)))
         started = time.perf_counter()
         page.goto(path.resolve().as_uri(), wait_until="load")
         loads.append(time.perf_counter() - started)
@@ -98,7 +98,10 @@ def main() -> None:
         browser = pw.chromium.launch(executable_path=chromium, headless=True)
         rows = [
             ("report, 457 cases", measure(browser, small / "report.html", "f-lang", args.repeats)),
-            (f"report, {args.cases} cases", measure(browser, run_a / "report.html", "f-lang", args.repeats)),
+            (
+                f"report, {args.cases} cases",
+                measure(browser, run_a / "report.html", "f-lang", args.repeats),
+            ),
             ("comparison page", measure(browser, page, "f-kind", args.repeats)),
         ]
         browser.close()

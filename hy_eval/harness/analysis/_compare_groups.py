@@ -32,7 +32,9 @@ def _labels(run: RunOutcomes) -> dict[str, dict[str, list[str]]]:
     """Case id -> group kind -> the case's labels (a case counts under each rule and tag)."""
     out: dict[str, dict[str, list[str]]] = {}
     for rec in run.checks:
-        out.setdefault(rec.id, {"lang": [rec.lang] if rec.lang else [], "rule": rec.rules, "tag": rec.tags})
+        out.setdefault(
+            rec.id, {"lang": [rec.lang] if rec.lang else [], "rule": rec.rules, "tag": rec.tags}
+        )
     return out
 
 

@@ -73,7 +73,11 @@ def _group_rows(
     cases and each metric's B - A with its CI."""
     counts: dict[tuple[str, str], int] = {}
     for case in changed:
-        for key, values in (("lang", [case["lang"]]), ("rule", case["rules"]), ("tag", case["tags"])):
+        for key, values in (
+            ("lang", [case["lang"]]),
+            ("rule", case["rules"]),
+            ("tag", case["tags"]),
+        ):
             for v in values:
                 counts[key, v] = counts.get((key, v), 0) + 1
     tables: dict[str, list[dict[str, Any]]] = {}

@@ -207,9 +207,9 @@ def report_page(
     run_name: str = "",
 ) -> str:
     """``report.html``: headline metrics with CIs, sortable breakdowns, plots, and the case
-    table and case view drawn by the script from ``cases`` (``{"cases": [...], "systems":
-    [...], "shown": n}``). ``run_name`` (the run folder's name) tells two runs of one model
-and variant apart in the title."""
+        table and case view drawn by the script from ``cases`` (``{"cases": [...], "systems":
+        [...], "shown": n}``). ``run_name`` (the run folder's name) tells two runs of one model
+    and variant apart in the title."""
     metrics = summary.metrics
     breakdowns = {}
     for key in ("lang", "rule", "tag"):

@@ -76,9 +76,9 @@ def test_filters_keep_exactly_the_cases_they_name(full, browser):  # noqa: F811
     for cid, ra in a.items():
         for ca, cb in zip(fact_checks(ra), fact_checks(b[cid]), strict=True):
             da, db = ca["detail"], cb["detail"]
-            if ca["ok"] != cb["ok"] and da["matched"] is not None and db["matched"] is not None:
-                if da["subject_ok"] and db["subject_ok"] is False:
-                    wrong.add(cid)
+            both = da["matched"] is not None and db["matched"] is not None
+            if ca["ok"] != cb["ok"] and both and da["subject_ok"] and db["subject_ok"] is False:
+                wrong.add(cid)
     assert wrong
     page.click('#kinds button[data-kind="subject wrong"]')
     assert sorted(page.evaluate(ALL_ROWS)) == sorted(wrong)
@@ -90,12 +90,22 @@ def test_the_report_problem_filter_tells_attribution_from_recall(full, browser):
     a = full["a"]
     opened = Opened(browser, full["run_a"] / "report.html")
     page = opened.page
-    shown = set(page.evaluate("() => JSON.parse(document.getElementById('hy-data').textContent).cases.map(c => c.id)"))
+    shown = set(
+        page.evaluate(
+            "() => JSON.parse(document.getElementById('hy-data').textContent).cases.map(c => c.id)"
+        )
+    )
     page.select_option("#f-problem", "attribution")
-    attribution = {i for i in shown if any(c["detail"].get("subject_ok") is False for c in fact_checks(a[i]) if not c["ok"])}
+    attribution = {
+        i
+        for i in shown
+        if any(c["detail"].get("subject_ok") is False for c in fact_checks(a[i]) if not c["ok"])
+    }
     assert sorted(page.evaluate(ALL_ROWS)) == sorted(attribution)
     page.select_option("#f-problem", "recall")
-    recall = {i for i in shown if any(c["detail"].get("matched") is None for c in fact_checks(a[i]))}
+    recall = {
+        i for i in shown if any(c["detail"].get("matched") is None for c in fact_checks(a[i]))
+    }
     assert sorted(page.evaluate(ALL_ROWS)) == sorted(recall) and recall != attribution
 
 
