@@ -29,11 +29,20 @@ def cmd_compare(args: argparse.Namespace) -> int:
         from hy_eval.harness.runlog import write_comparison
 
         write_comparison(args.json, result)
+    labels = args.label or []
+    if labels and len(labels) != 2:
+        raise UserError("--label names both runs: give it twice, for A then for B")
     if args.html:
         from hy_eval.harness.report import write_compare_page
 
         try:
-            page = write_compare_page(args.html, result, args.run_a, args.run_b)
+            page = write_compare_page(
+                args.html,
+                result,
+                args.run_a,
+                args.run_b,
+                (labels[0], labels[1]) if labels else None,
+            )
         except OSError as exc:
             raise UserError(f"{args.html}: cannot write the page ({exc.strerror})") from None
         echo(f"comparison page: {page}")
@@ -86,7 +95,15 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--html",
         metavar="OUT",
-        help="also write the comparison page here: differences, flipped cases side by side",
+        help="also write the comparison page here: differences by language, rule and tag, "
+        "every changed case side by side",
+    )
+    p.add_argument(
+        "--label",
+        action="append",
+        metavar="NAME",
+        help="the page's name for A, then (given again) for B; default: the runs' labels, "
+        "with their folder names when the labels are the same",
     )
     p.set_defaults(func=cmd_compare)
 

@@ -16,6 +16,7 @@ from hy_eval.harness.analysis._compare import (
     paired_difference,
     run_outcomes,
 )
+from hy_eval.harness.analysis._compare_groups import GROUP_KEYS, group_differences
 from hy_eval.harness.analysis._compare_input import checked_records
 from hy_eval.harness.analysis._consistency import (
     changed_checks,
@@ -70,6 +71,7 @@ from hy_eval.harness.analysis._suitestats import (
 
 __all__ = [
     "BOOTSTRAP_SAMPLES",
+    "GROUP_KEYS",
     "SEED",
     "Z_80",
     "CompareError",
@@ -99,6 +101,7 @@ __all__ = [
     "fmt_ratio",
     "format_p",
     "format_stats",
+    "group_differences",
     "holm",
     "keyword_decides",
     "mcnemar_exact",

@@ -126,13 +126,14 @@ def run_outcomes(run_dir: str | Path) -> RunOutcomes:
 
 
 def slim_record(rec: CaseRecord) -> CaseRecord:
-    """What consistency needs of a record: its keys, rules, tags, check verdicts (without
-    their details) and facts."""
+    """What consistency needs of a record: its keys, language, rules, tags, check verdicts
+    (without their details) and facts."""
     score = rec.score
     checks = [ScoreCheck(check=c.check, ok=c.ok) for c in score.checks]
     return CaseRecord(
         id=rec.id,
         repeat=rec.repeat,
+        lang=rec.lang,
         rules=rec.rules,
         tags=rec.tags,
         score=ScoreRecord(passed=score.passed, checks=checks, facts=score.facts),

@@ -3,38 +3,28 @@ and one page per comparison of a matrix run.
 
 The numbers are those of :func:`hy_eval.harness.analysis._compare.compare` (paired differences with
 their bootstrap CIs and p-values, McNemar's test on the flipped cases), and the sentences
-about them are the terminal's (``_compare_text.py``); this module only reads the flipped
-cases' records from both run folders and renders ``templates/compare.html.j2`` (see
-``_pages.py`` for escaping and the embedded data).
+about them are the terminal's (``_compare_text.py``); this module only reads the changed
+cases' records from both run folders (``_compare_cases.py``), adds the differences by
+language, rule and tag (``analysis.group_differences``) and renders
+``templates/compare.html.j2`` with ``workbench.js`` and ``compare.js`` (see ``_pages.py``
+for escaping and the embedded data).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
+from hy_eval.harness.analysis import group_differences, run_outcomes
+from hy_eval.harness.report._compare_cases import changed_cases
 from hy_eval.harness.report._compare_text import SHARED_NOTE, own_value_lines, verdict_lines
-from hy_eval.harness.report._pages import case_entry, render_page
-from hy_eval.harness.runlog import (
-    RECORDS_NAME,
-    CaseRecord,
-    ComparedMetric,
-    Comparison,
-    read_records,
-)
-
-#: Flipped cases shown on the page; past this many the page says how many were left out.
-FLIP_LIMIT = 1000
-
-
-def _records(run_dir: Path, ids: set[str]) -> dict[str, CaseRecord]:
-    """The first repeat's record of each case in ``ids``."""
-    out: dict[str, CaseRecord] = {}
-    for rec in read_records(run_dir / RECORDS_NAME):
-        if rec.id in ids and rec.repeat == 0:
-            out[rec.id] = rec
-    return out
+from hy_eval.harness.report._pages import BREAKDOWN_METRICS, render_page
+from hy_eval.harness.report._perturbed import consistency_text
+from hy_eval.harness.runlog import ComparedMetric, Comparison
+from hy_eval.harness.scoring import ACCURACY_METRICS
 
 
 def fact_diff(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> dict[str, list[Any]]:
@@ -46,6 +36,78 @@ def fact_diff(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> dict[str, lis
         "added": [f for f in b if (f.get("text"), f.get("owner")) not in keys_a],
         "kept": [f for f in b if (f.get("text"), f.get("owner")) in keys_a],
     }
+
+
+def run_labels(
+    result: Comparison, run_a: Path, run_b: Path, labels: tuple[str, str] | None = None
+) -> tuple[str, str]:
+    """The names the page gives A and B: ``labels`` when given, else the runs' labels
+    (provider:model/variant), each followed by its folder's name when the two labels are
+    the same (two runs of one model and variant), by its path when the names are too."""
+    if labels is not None:
+        return labels
+    if result.a != result.b:
+        return result.a, result.b
+    a, b = (run_a.name, run_b.name) if run_a.name != run_b.name else (str(run_a), str(run_b))
+    return f"{result.a} ({a})", f"{result.b} ({b})"
+
+
+def _href(target: Path, start: Path) -> str:
+    """A relative link from a page in folder ``start`` to ``target``, URL-quoted."""
+    rel = os.path.relpath(target.resolve(), start.resolve())
+    return quote(Path(rel).as_posix())
+
+
+def p_text(p: float | None) -> str:
+    """A p-value for the table: ``< 0.001`` below it (the permutation test's floor is
+    about 0.001, which four decimals would print as 0.0010, as if measured)."""
+    if p is None:
+        return "n/a"
+    return "< 0.001" if p < 0.001 else f"{p:.4f}"
+
+
+def _group_rows(
+    groups: Mapping[str, Mapping[str, Any]], changed: list[dict[str, Any]]
+) -> dict[str, list[dict[str, Any]]]:
+    """The "where B differs" tables: per language, rule and tag, the shared and changed
+    cases and each metric's B - A with its CI."""
+    counts: dict[tuple[str, str], int] = {}
+    for case in changed:
+        for key, values in (
+            ("lang", [case["lang"]]),
+            ("rule", case["rules"]),
+            ("tag", case["tags"]),
+        ):
+            for v in values:
+                counts[key, v] = counts.get((key, v), 0) + 1
+    tables: dict[str, list[dict[str, Any]]] = {}
+    for key, rows in groups.items():
+        tables[key] = []
+        for label, entry in rows.items():
+            cells = []
+            for m in BREAKDOWN_METRICS:
+                e = entry["metrics"][m]
+                lo, hi = e["ci"]
+                excludes = lo is not None and hi is not None and (lo > 0 or hi < 0)
+                better = e["diff"] is not None and (e["diff"] > 0) == (m in ACCURACY_METRICS)
+                cells.append(
+                    {
+                        "diff": "n/a" if e["diff"] is None else f"{e['diff']:+.3f}",
+                        "value": "" if e["diff"] is None else f"{e['diff']:.6f}",
+                        "ci": "" if lo is None or hi is None else f"[{lo:+.3f}, {hi:+.3f}]",
+                        "n": e["n"],
+                        "tone": ("ok" if better else "bad") if excludes else "",
+                    }
+                )
+            tables[key].append(
+                {
+                    "label": label,
+                    "cases": entry["cases"],
+                    "changed": counts.get((key, label), 0),
+                    "cells": cells,
+                }
+            )
+    return tables
 
 
 def _metric_rows(metrics: Mapping[str, ComparedMetric]) -> list[dict[str, Any]]:
@@ -67,10 +129,10 @@ def _metric_rows(metrics: Mapping[str, ComparedMetric]) -> list[dict[str, Any]]:
                 "diff": num(e.diff, "+.3f"),
                 "diff_value": "" if e.diff is None else f"{e.diff:.6f}",
                 "ci": "" if lo is None or hi is None else f"[{lo:+.3f}, {hi:+.3f}]",
-                "p": num(e.p_value, ".4f"),
+                "p": p_text(e.p_value),
                 "p_value": "" if e.p_value is None else f"{e.p_value:.6f}",
                 # Holm-adjusted p and the minimum detectable effect, where compare gives them.
-                "p_adjusted": num(e.p_adjusted, ".4f"),
+                "p_adjusted": p_text(e.p_adjusted),
                 "mde": num(e.mde, ".3f"),
                 "n": e.n,
                 "significant": e.significant,
@@ -82,40 +144,39 @@ def _metric_rows(metrics: Mapping[str, ComparedMetric]) -> list[dict[str, Any]]:
     return rows
 
 
-def compare_page(result: Comparison, run_a: str | Path, run_b: str | Path) -> str:
+def compare_page(
+    result: Comparison,
+    run_a: str | Path,
+    run_b: str | Path,
+    out: str | Path | None = None,
+    labels: tuple[str, str] | None = None,
+) -> str:
     """The comparison page of ``result`` (from ``compare``) of the runs in ``run_a`` and
-    ``run_b``: metrics, McNemar's test, and the flipped cases side by side."""
-    flipped = result.flipped
-    shown = flipped[:FLIP_LIMIT]
-    ids = {f.id for f in shown}
-    recs_a, recs_b = _records(Path(run_a), ids), _records(Path(run_b), ids)
+    ``run_b``, to be written at ``out`` (its links to the runs' reports are relative to
+    it): metrics, McNemar's test, consistency, the differences by language, rule and tag,
+    and every changed case side by side."""
+    run_a, run_b = Path(run_a), Path(run_b)
+    here = Path(out).parent if out is not None else Path.cwd()
     systems: dict[str, int] = {}
-    flips = []
-    for flip in shown:
-        a = recs_a.get(flip.id)
-        b = recs_b.get(flip.id)
-        entry_a = case_entry(a, systems) if a else None
-        entry_b = case_entry(b, systems) if b else None
-        flips.append(
-            {
-                "id": flip.id,
-                "change": flip.change,
-                "a": entry_a,
-                "b": entry_b,
-                "facts": fact_diff(
-                    (entry_a or {}).get("facts", []), (entry_b or {}).get("facts", [])
-                ),
-                "diff": flip.diff,
-            }
-        )
+    changed, total = changed_cases(result, run_a, run_b, systems)
+    label_a, label_b = run_labels(result, run_a, run_b, labels)
+    page = Path(out) if out is not None else here / "compare.html"
     data = {
         "kind": "compare",
-        "a": result.a,
-        "b": result.b,
-        "flipped": flips,
+        "a": label_a,
+        "b": label_b,
+        "changed": changed,
         "systems": list(systems),
-        "flips_total": len(flipped),
+        "changed_total": total,
+        "flips_total": len(result.flipped),
+        "links": {
+            "a": _href(run_a / "report.html", here),
+            "b": _href(run_b / "report.html", here),
+            "back_a": _href(page, run_a),
+            "back_b": _href(page, run_b),
+        },
     }
+    groups = group_differences(run_outcomes(run_a), run_outcomes(run_b), BREAKDOWN_METRICS)
     metrics = _metric_rows(result.metrics)
     alpha = result.alpha
     if result.adjustment == "holm":
@@ -124,10 +185,19 @@ def compare_page(result: Comparison, run_a: str | Path, run_b: str | Path) -> st
         )
     else:
         legend = "* = the CI of the difference excludes 0."
+    consistency = (
+        consistency_text(result.consistency, result.perturbation)[:2]
+        if result.consistency is not None
+        else []
+    )
     return render_page(
         "compare.html.j2",
         data,
+        scripts=("workbench.js", "compare.js"),
         result=result,
+        label_a=label_a,
+        label_b=label_b,
+        links=data["links"],
         metrics=metrics,
         ci_level=round(100 * result.ci_level),
         legend=legend,
@@ -136,17 +206,25 @@ def compare_page(result: Comparison, run_a: str | Path, run_b: str | Path) -> st
         shared_note=SHARED_NOTE,
         own_lines=own_value_lines(result),
         verdicts=verdict_lines(result),
+        consistency=[line.strip() for line in consistency],
         mde=result.mde_case_pass,
-        left_out=len(flipped) - len(shown),
+        groups=_group_rows(groups, changed),
+        breakdown_metrics=BREAKDOWN_METRICS,
+        left_out=total - len(changed),
         run_a=str(run_a),
         run_b=str(run_b),
     )
 
 
 def write_compare_page(
-    out: str | Path, result: Comparison, run_a: str | Path, run_b: str | Path
+    out: str | Path,
+    result: Comparison,
+    run_a: str | Path,
+    run_b: str | Path,
+    labels: tuple[str, str] | None = None,
 ) -> Path:
-    """Write the comparison page to ``out`` and return its path."""
+    """Write the comparison page to ``out`` and return its path. ``labels``: the names of
+    A and B on the page (default: see ``run_labels``)."""
     path = Path(out)
-    path.write_text(compare_page(result, run_a, run_b), encoding="utf-8")
+    path.write_text(compare_page(result, run_a, run_b, path, labels), encoding="utf-8")
     return path

@@ -17,7 +17,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from hy_eval.harness.runlog import CaseRecord, MetricEntry, RunManifest, RunSummary
+from hy_eval.harness.runlog import CaseRecord, MetricEntry, RunManifest, RunSummary, ScoreCheck
 from hy_eval.harness.scoring import ACCURACY_METRICS, METRICS, corrected_text, quality_text
 
 #: Distinct system prompts kept once per page and referenced by index from each stage;
@@ -74,30 +74,62 @@ def script_json(value: Any) -> Any:
 
 
 @cache
-def _script_hash() -> str:
-    """The CSP source of the page's script: only that script may run, so markup that
-    slipped into a page could still not run any (defence in depth)."""
-    digest = hashlib.sha256(_static("workbench.js").encode()).digest()
-    return f"'sha256-{base64.b64encode(digest).decode()}'"
+def _script(names: tuple[str, ...]) -> tuple[str, str]:
+    """The page's script (the files ``names`` of ``templates/`` one after the other) and
+    its CSP source: only that script may run, so markup that slipped into a page could
+    still not run any (defence in depth)."""
+    text = "\n".join(_static(name) for name in names)
+    digest = hashlib.sha256(text.encode()).digest()
+    return text, f"'sha256-{base64.b64encode(digest).decode()}'"
 
 
-def render_page(template: str, data: Any, **context: Any) -> str:
-    """Render ``template`` with ``context``, the shared style and script, and ``data``
-    embedded as JSON for the script. The page's Content-Security-Policy allows no request
-    (images are data: URLs) and no script but its own."""
+def render_page(
+    template: str, data: Any, scripts: tuple[str, ...] = ("workbench.js",), **context: Any
+) -> str:
+    """Render ``template`` with ``context``, the shared style, the script made of
+    ``scripts`` and ``data`` embedded as JSON for it. The page's Content-Security-Policy
+    allows no request (images are data: URLs) and no script but its own."""
     from markupsafe import Markup
 
+    script, script_hash = _script(scripts)
     return str(
         _environment()
         .get_template(template)
         .render(
             style=Markup(_static("workbench.css")),
-            script=Markup(_static("workbench.js")),
-            script_hash=_script_hash(),
+            script=Markup(script),
+            script_hash=script_hash,
             data=script_json(data),
             **context,
         )
     )
+
+
+#: A failing check's problem, as the pages' "problem" filter names it; a failing fact
+#: check is named by what went wrong (``problems``).
+PROBLEMS = {"profile_name": "profile", "profile_absent": "profile"}
+
+
+def problems(checks: list[ScoreCheck]) -> list[str]:
+    """What the failing ``checks`` say went wrong, sorted, each once: for a gold fact
+    ``recall`` (no prediction matched it), ``attribution`` (matched, wrong subject) or
+    ``owner`` (matched, wrong owner); else the check's kind (``profile`` for both profile
+    checks). Attribution errors can so be told from missing facts."""
+    out = set()
+    for check in checks:
+        if check.ok:
+            continue
+        match = check.fact_match()
+        if match is None:
+            out.add(PROBLEMS.get(check.check, check.check))
+            continue
+        if match.matched is None:
+            out.add("recall")
+        if match.subject_ok is False:
+            out.add("attribution")
+        if match.owner_ok is False:
+            out.add("owner")
+    return sorted(out)
 
 
 def metric_row(name: str, entry: MetricEntry | None, missing: str = "n/a") -> dict[str, Any]:
@@ -150,6 +182,8 @@ def case_entry(rec: CaseRecord, systems: dict[str, int]) -> dict[str, Any]:
         "status": rec.status,
         "error": rec.error,
         "failing": rec.score.failing(),
+        "problems": problems(rec.score.checks),
+        "expect": rec.expect or None,
         "input": rec.input,
         "rendered": rec.rendered or "",
         "stages": stages,
@@ -170,10 +204,12 @@ def report_page(
     cases: dict[str, Any],
     truncation: str = "",
     partial: str | None = None,
+    run_name: str = "",
 ) -> str:
     """``report.html``: headline metrics with CIs, sortable breakdowns, plots, and the case
-    table and case view drawn by the script from ``cases`` (``{"cases": [...], "systems":
-    [...], "shown": n}``)."""
+        table and case view drawn by the script from ``cases`` (``{"cases": [...], "systems":
+        [...], "shown": n}``). ``run_name`` (the run folder's name) tells two runs of one model
+    and variant apart in the title."""
     metrics = summary.metrics
     breakdowns = {}
     for key in ("lang", "rule", "tag"):
@@ -198,6 +234,7 @@ def report_page(
         plots=[(name, base64.b64encode(data).decode()) for name, data in plots.items()],
         truncation=truncation,
         partial=partial,
+        run_name=run_name,
         matcher_quality=quality_text(summary.matcher, summary.matcher_quality)
         + corrected_text(summary),
     )

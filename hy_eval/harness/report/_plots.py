@@ -171,7 +171,10 @@ def _confusion_figure(conf: dict[str, dict[str, int]]) -> Any:
     )
     for i in range(len(gold)):
         for j in range(len(kinds)):
-            dark = found[i, j] > 0 and share[i, j] > 0.55
+            # White on a dark cell: decided by the cell's own colour (its luminance), so
+            # no count is drawn black on navy whatever the colour map's cut.
+            r, g, b, _ = blues(float(share[i, j]))
+            dark = found[i, j] > 0 and 0.2126 * r + 0.7152 * g + 0.0722 * b < 0.5
             ax.text(
                 j,
                 i,

@@ -209,7 +209,7 @@ def write_reports(
         (run_dir / name).write_bytes(data)
     (run_dir / "report.md").write_text(markdown_report(summary, run_dir), encoding="utf-8")
     (run_dir / "report.html").write_text(
-        html_report(summary, manifest, plots, drilldown), encoding="utf-8"
+        html_report(summary, manifest, plots, drilldown, run_dir.name), encoding="utf-8"
     )
     return summary
 
@@ -398,8 +398,15 @@ def html_report(
     manifest: RunManifest,
     plots: dict[str, bytes],
     drilldown: dict[str, Any],
+    run_name: str = "",
 ) -> str:
     """``report.html``, rendered from ``templates/report.html.j2`` (``_pages.py``)."""
     return report_page(
-        summary, manifest, plots, drilldown, truncation_line(summary), partial_text(summary)
+        summary,
+        manifest,
+        plots,
+        drilldown,
+        truncation_line(summary),
+        partial_text(summary),
+        run_name,
     )

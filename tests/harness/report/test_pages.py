@@ -65,9 +65,10 @@ def test_compare_html_writes_the_comparison_page(tmp_path, capsys):
         and "flipped (pass/fail verdict changed): 1 case, 0 fixed by B, 1 broken by B" in page
     )
     data = embedded_data(page)
-    assert [f["id"] for f in data["flipped"]] == [flipped["id"]]
-    assert data["flipped"][0]["facts"]["added"][0]["text"] == "<b>new</b>"
-    assert data["flipped"][0]["a"]["passed"] and not data["flipped"][0]["b"]["passed"]
+    assert [f["id"] for f in data["changed"]] == [flipped["id"]]
+    entry = data["changed"][0]
+    assert entry["change"] == "broken" and entry["b"]["facts"][0]["text"] == "<b>new</b>"
+    assert entry["a"]["passed"] and not entry["b"]["passed"]
 
 
 def test_compare_html_to_a_folder_that_does_not_exist_is_one_line(tmp_path, capsys):

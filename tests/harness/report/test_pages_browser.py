@@ -235,24 +235,26 @@ def test_breakdown_tables_sort_by_a_column(runs, browser):
 
 
 def test_the_compare_page_shows_the_flipped_cases_side_by_side(runs, browser, tmp_path):
-    """Each flipped case with A and B next to each other and the facts that
-    only A had marked as removed."""
+    """Each changed case listed; a flipped one opens with A and B side by side: the gold
+    facts beside each run's match, and the facts only A had marked as removed."""
     started = time.perf_counter()
     opened = Opened(browser, runs["compare"])
     page = opened.page
-    flips = page.eval_on_selector_all(".flip", "els => els.map(e => e.dataset.case)")
-    assert sorted(flips) == sorted(runs["broken"])
-    assert [f.id for f in runs["result"].flipped] == flips
-    first = page.locator(".flip").first
-    assert first.locator(".side").count() == 2 and "broken" in first.inner_text()
-    removed = first.locator(".fact-diff .fact-removed")
+    page.select_option("#f-change", "flipped")
+    assert sorted(opened.rows()) == sorted(runs["broken"])
+    assert [f.id for f in runs["result"].flipped] == sorted(opened.rows())
+    page.click(f'#case-table tbody tr[data-case="{runs["broken"][0]}"]')
+    panel = page.locator("#case-panel")
+    assert "broken" in panel.inner_text() and "A pass" in panel.inner_text()
+    assert panel.locator("#gold-table tr.changed-row").count() >= 1
+    assert "no prediction matched (recall)" in panel.locator("#gold-table").inner_text()
+    removed = panel.locator(".fact-diff .fact-removed")
     assert removed.count() >= 1 and removed.first.inner_text().startswith("- ")
-    assert first.locator("table.facts tr.fact-removed").count() == removed.count()
     assert page.locator("#diff-table tbody tr").count() >= 10
     mcnemar = page.inner_text("#mcnemar")
     assert "flipped (pass/fail verdict changed): 2 cases, 0 fixed by B, 2 broken by B" in mcnemar
     page.select_option("#f-change", "fixed")
-    assert page.locator(".flip").count() == 0
+    assert opened.rows() == []
     opened.assert_inert()
     page.select_option("#f-change", "")
     page.screenshot(path=str(tmp_path / "compare.png"), full_page=True)
@@ -309,9 +311,17 @@ def test_the_hostile_corpus_stays_text_on_the_compare_page(hostile_run, browser,
     page_path = write_compare_page(tmp_path / "compare.html", result, run_dir, turned)
     opened = Opened(browser, page_path)
     page = opened.page
-    assert page.locator(".flip").count() == len(records)
-    page.evaluate("() => document.querySelectorAll('details').forEach(d => { d.open = true; })")
-    text = page.inner_text("#flips")
+    assert sorted(opened.rows()) == sorted(records)
+    text = page.inner_text("#case-table")
+    for case_id in records:
+        page.evaluate("id => { location.hash = 'case=' + encodeURIComponent(id); }", case_id)
+        page.wait_for_function(
+            "id => document.querySelector('#case-panel h3')?.textContent.startsWith('Case ' + id)",
+            arg=case_id,
+        )
+        page.evaluate("() => document.querySelectorAll('details').forEach(d => { d.open = true; })")
+        text += page.inner_text("#case-panel")
+        opened.assert_inert()
     for shown in SHOWN_AS_TEXT:
         assert shown in text
     assert page.locator("img").count() == 0

@@ -1,9 +1,13 @@
 "use strict";
-// The workbench pages' script (E7): reads the JSON block #hy-data and builds the
-// case table, filters, search, case view and flipped cases. Every piece of dataset or
-// model text goes into the page as a text node (el() below), never as HTML.
-(function () {
+// The workbench pages' script (E7): reads the JSON block #hy-data and builds the case
+// table, filters, search and case view of report.html; compare.js (appended to this
+// script on the comparison page) uses the parts returned as HY. Every piece of dataset
+// or model text goes into the page as a text node (el() below), never as HTML.
+const HY = (function () {
   const DATA = JSON.parse(document.getElementById("hy-data").textContent);
+  //: Rows of a case table drawn at once: the rest are a page away, so a page of a
+  //: thousand cases is as quick to load and to filter as one of fifty.
+  const PAGE_SIZE = 50;
 
   function el(tag, attrs, ...children) {
     const node = document.createElement(tag);
@@ -20,6 +24,10 @@
     return node;
   }
 
+  function button(id, label, onClick) {
+    return el("button", { type: "button", id: id, onclick: onClick }, label);
+  }
+
   function pretty(value) {
     return typeof value === "string" ? value : JSON.stringify(value, null, 1);
   }
@@ -28,6 +36,21 @@
     if (value === null || value === undefined || value === "") return null;
     if (Array.isArray(value) && value.length === 0) return null;
     return [el("h4", {}, title), el("pre", {}, pretty(value))];
+  }
+
+  // The lang attribute for a case's own text: Chinese text marked lang="zh" is drawn
+  // with Chinese glyph forms, not the Japanese ones a page in English would get.
+  function textLang(c) {
+    return c && /^(zh|ja|ko)/.test(c.lang || "") ? c.lang : null;
+  }
+
+  // Enter and Space act as a click on elements made focusable (rows, headers).
+  function onActivate(node, action) {
+    node.setAttribute("tabindex", "0");
+    node.addEventListener("click", action);
+    node.addEventListener("keydown", (e) => {
+      if (e.key === "Enter" || e.key === " ") { e.preventDefault(); action(e); }
+    });
   }
 
   // -- sortable tables ---------------------------------------------------------------
@@ -57,7 +80,7 @@
   for (const table of document.querySelectorAll("table.sortable")) {
     Array.from(table.tHead.rows[0].cells).forEach((th, col) => {
       if (th.hasAttribute("data-nosort")) return;
-      th.addEventListener("click", () => sortTable(table, col, th));
+      onActivate(th, () => sortTable(table, col, th));
     });
   }
 
@@ -72,10 +95,17 @@
     return typeof stage.system === "number" ? systems[stage.system] : stage.system;
   }
 
+  // A message's text; a tool call (no text) shows its calls, not "null".
+  function messageText(m) {
+    if (m.content !== null && m.content !== undefined) return pretty(m.content);
+    if (m.tool_calls) return "tool calls: " + pretty(m.tool_calls);
+    return "(no text)";
+  }
+
   function messageList(messages) {
     return (messages || []).map((m) => {
       const who = m.role + (m.name ? " " + m.name : "");
-      return el("div", { class: "msg " + m.role }, el("b", {}, who), pretty(m.content));
+      return el("div", { class: "msg " + m.role }, el("b", {}, who), messageText(m));
     });
   }
 
@@ -133,11 +163,72 @@
     );
   }
 
+  // -- gold facts and their matches ----------------------------------------------------
+
+  // The case's gold facts, one per fact check, each with the check's verdict and what
+  // the matcher paired with it (the check's detail), in the order of the gold.
+  function goldRows(c) {
+    const gold = ((c.expect || {}).facts) || [];
+    return (c.checks || []).filter((ch) => ch.check === "fact").map((ch, i) => {
+      const d = ch.detail && typeof ch.detail === "object" ? ch.detail : {};
+      return { ok: ch.ok, d: d, text: (gold[i] || {}).text || null };
+    });
+  }
+
+  function goldText(row) {
+    const d = row.d;
+    const words = (d.keywords || []).map((k) => (Array.isArray(k) ? k.join(" | ") : k)).join(", ");
+    return [el("b", {}, d.gold_subject || "?"), " (owner " + (d.gold_owner || "?") + ")",
+      row.text ? el("div", {}, row.text) : null, words ? el("div", { class: "muted" }, "keywords: " + words) : null];
+  }
+
+  // Why the matcher and the checks decided as they did, in words.
+  function reason(row) {
+    const d = row.d;
+    if (d.matched === null || d.matched === undefined) return "no prediction matched (recall)";
+    const parts = [];
+    parts.push(d.subject_ok ? "subject right" : "subject wrong: " + d.predicted_subject + " for " + d.gold_subject);
+    parts.push(d.owner_ok === false ? "owner wrong: " + d.owner + " for " + d.gold_owner : "owner right");
+    if (d.match) parts.push("matcher: " + JSON.stringify(d.match));
+    return parts.join("; ");
+  }
+
+  function matchCell(row) {
+    if (!row) return el("td", { class: "muted" }, "no check");
+    const d = row.d;
+    return el("td", { class: "match" },
+      el("span", { class: "badge " + (row.ok ? "ok" : "bad") }, row.ok ? "ok" : "FAIL"), " ",
+      d.matched === null || d.matched === undefined ? el("i", {}, "missing") : d.text,
+      el("div", { class: "muted" }, reason(row)));
+  }
+
+  function goldTable(c) {
+    const rows = goldRows(c);
+    if (!rows.length) return el("p", { class: "muted" }, "No gold facts.");
+    return el("table", { class: "gold" },
+      el("tr", {}, el("th", {}, "gold fact"), el("th", {}, "matched prediction, verdict and reason")),
+      rows.map((row) => el("tr", {}, el("td", {}, goldText(row)), matchCell(row))));
+  }
+
+  // The rest of the gold (absent facts, profile, untouched memories), one line an item.
+  function goldOther(c) {
+    const e = c.expect || {};
+    const lines = [];
+    for (const key of ["absent", "profile", "untouched", "operations"]) {
+      const value = e[key];
+      if (value === null || value === undefined || (typeof value === "object" && !Object.keys(value).length)) continue;
+      const items = Array.isArray(value) ? value : [value];
+      items.forEach((item) => lines.push(key + ": " + JSON.stringify(item)));
+    }
+    return lines.length ? el("details", { class: "gold-other" }, el("summary", {}, "other gold (absent, profile, untouched)"), el("pre", {}, lines.join("\n"))) : null;
+  }
+
   function verdictColumn(c) {
     return el(
       "div", {},
       el("h3", {}, "Facts and verdicts"),
-      el("h4", {}, "Facts"), factsTable(c.facts),
+      el("h4", {}, "Gold facts"), goldTable(c), goldOther(c),
+      el("h4", {}, "Extracted facts"), factsTable(c.facts),
       el("h4", {}, "Checks"), checksTable(c.checks),
       block("L0 profile", c.basic_info),
       block("Operations", c.operations),
@@ -156,42 +247,30 @@
     ];
   }
 
-  // -- the report page -----------------------------------------------------------------
-
-  function caseLabel(c) {
-    return c.id + (c.repeat ? " (repeat " + c.repeat + ")" : "");
-  }
+  // -- the case list: filters, paged table, case view ----------------------------------
 
   function caseHash(c) {
     return "#case=" + encodeURIComponent(c.id) + (c.repeat ? "&repeat=" + c.repeat : "");
   }
 
-  function haystack(c) {
-    if (c._text === undefined) {
-      const stages = Object.values(c.stages || {}).map((s) => [s.user, s.raw]);
-      c._text = JSON.stringify([c.id, c.input, c.rendered, stages, c.facts, c.error, c.tags])
-        .toLowerCase();
-    }
+  function haystack(c, parts) {
+    if (c._text === undefined) c._text = JSON.stringify(parts(c)).toLowerCase();
     return c._text;
   }
 
-  // The filters above the case table; matches(c) says whether a case passes them all.
-  function filterControls(cases, onChange) {
-    const filters = [
-      ["lang", "language", (c) => [c.lang]],
-      ["rule", "rule", (c) => c.rules || []],
-      ["tag", "tag", (c) => c.tags || []],
-      ["verdict", "verdict", (c) => [verdict(c)]],
-      ["check", "failing check", (c) => c.failing || []],
-    ];
+  // Selects (key, label, values of a case) and a search box in #filters; returns
+  // matches(c), true when a case passes them all.
+  function filterControls(cases, filters, text, onChange) {
     const form = document.getElementById("filters");
     const selects = {};
-    for (const [key, label, values] of filters) {
-      const seen = new Set();
-      cases.forEach((c) => values(c).forEach((v) => seen.add(String(v))));
+    for (const [key, label, values, order] of filters) {
+      const seen = new Map();
+      cases.forEach((c) => values(c).forEach((v) => seen.set(String(v), (seen.get(String(v)) || 0) + 1)));
+      // A filter with a fixed order lists every value, those no case has with (0).
+      const names = order || Array.from(seen.keys()).sort();
       const select = el("select", { id: "f-" + key, name: key },
         el("option", { value: "" }, "all"),
-        Array.from(seen).sort().map((v) => el("option", { value: v }, v)));
+        names.map((v) => el("option", { value: v, "data-n": seen.get(v) || 0 }, v + " (" + (seen.get(v) || 0) + ")")));
       select.addEventListener("change", onChange);
       selects[key] = select;
       form.append(el("label", {}, label, select));
@@ -199,160 +278,191 @@
     const search = el("input", { type: "search", id: "f-search", placeholder: "words in the case" });
     search.addEventListener("input", onChange);
     form.append(el("label", {}, "search", search));
-    return function matches(c) {
+    // The search text of every case, made after the page is drawn, so typing finds it ready.
+    setTimeout(() => cases.forEach((c) => haystack(c, text)), 0);
+    const matches = function (c) {
       const words = search.value.toLowerCase().split(/\s+/).filter(Boolean);
       return filters.every(([key, , values]) => !selects[key].value || values(c).map(String).includes(selects[key].value))
-        && words.every((w) => haystack(c).includes(w));
+        && words.every((w) => haystack(c, text).includes(w));
     };
+    return { matches: matches, selects: selects, search: search };
   }
 
-  function reportPage() {
-    const cases = DATA.cases || [];
-    const systems = DATA.systems || [];
-    const state = { sort: null, dir: 1, open: null };
-    const matches = filterControls(cases, () => draw());
-
-    const columns = [
-      ["id", (c) => c.id], ["repeat", (c) => c.repeat], ["lang", (c) => c.lang],
-      ["rules", (c) => (c.rules || []).join(" ")], ["tags", (c) => (c.tags || []).join(" ")],
-      ["verdict", verdict], ["failing checks", (c) => (c.failing || []).join(" ")],
-    ];
+  // The case table of #case-table, PAGE_SIZE rows at a time with #pager below it.
+  // columns: [name, value of a case, class of its cell]; onOpen(c) opens a case.
+  function listView(columns, onOpen) {
     const table = document.getElementById("case-table");
+    const pager = document.getElementById("pager");
+    const state = { items: [], page: 0, sort: null, dir: 1, open: null };
     table.tHead.append(el("tr", {}, columns.map(([name], i) => {
       const th = el("th", {}, name);
-      th.addEventListener("click", () => {
+      onActivate(th, () => {
         state.dir = state.sort === i ? -state.dir : 1;
         state.sort = i;
         for (const h of table.tHead.rows[0].cells) h.removeAttribute("aria-sort");
         th.setAttribute("aria-sort", state.dir > 0 ? "ascending" : "descending");
+        sort();
         draw();
       });
       return th;
     })));
 
-    function shown() {
-      const picked = cases.filter(matches);
-      if (state.sort !== null) {
-        const get = columns[state.sort][1];
-        picked.sort((a, b) => {
-          const x = get(a), y = get(b);
-          return state.dir * (typeof x === "number" ? x - y : String(x).localeCompare(String(y)));
-        });
-      }
-      return picked;
+    function sort() {
+      if (state.sort === null) return;
+      const get = columns[state.sort][1];
+      state.items.sort((a, b) => {
+        const x = get(a), y = get(b);
+        return state.dir * (typeof x === "number" ? x - y : String(x).localeCompare(String(y)));
+      });
+    }
+
+    function row(c) {
+      const tr = el("tr", { "data-case": c.id, class: c === state.open ? "open" : null },
+        columns.map(([, get, cls]) => el("td", { class: cls ? cls(c) : null }, get(c))));
+      onActivate(tr, () => onOpen(c));
+      tr.addEventListener("keydown", (e) => {
+        const next = e.key === "ArrowDown" ? tr.nextElementSibling : e.key === "ArrowUp" ? tr.previousElementSibling : null;
+        if (next) { e.preventDefault(); next.focus(); }
+      });
+      return tr;
     }
 
     function draw() {
-      const picked = shown();
-      const body = table.tBodies[0];
-      body.replaceChildren(...picked.map((c) => {
-        const row = el("tr", { "data-case": c.id, class: c === state.open ? "open" : null },
-          columns.map(([name, get]) => el("td", { class: name === "verdict" ? (c.passed ? "ok" : "bad") : null }, get(c))));
-        row.addEventListener("click", () => { location.hash = caseHash(c); });
-        return row;
-      }));
-      document.getElementById("case-count").textContent =
-        picked.length + " of " + cases.length + " cases shown";
+      const pages = Math.max(1, Math.ceil(state.items.length / PAGE_SIZE));
+      state.page = Math.min(state.page, pages - 1);
+      const start = state.page * PAGE_SIZE;
+      table.tBodies[0].replaceChildren(...state.items.slice(start, start + PAGE_SIZE).map(row));
+      const go = (page) => () => { state.page = page; draw(); };
+      pager.replaceChildren(
+        el("button", { type: "button", id: "page-prev", disabled: state.page === 0 ? "" : null, onclick: go(state.page - 1) }, "previous page"),
+        el("span", { id: "page-of" }, " page " + (state.page + 1) + " of " + pages + " "),
+        el("button", { type: "button", id: "page-next", disabled: state.page >= pages - 1 ? "" : null, onclick: go(state.page + 1) }, "next page"));
     }
 
-    function openCase(c) {
-      state.open = c;
-      const view = document.getElementById("case-view");
-      const close = el("button", { type: "button", id: "close-case" }, "close");
-      close.addEventListener("click", () => { history.replaceState(null, "", "#cases"); view.replaceChildren(); state.open = null; draw(); });
-      view.replaceChildren(el("div", { class: "view", id: "case-panel" },
-        el("div", { class: "view-head" }, el("h3", {}, "Case " + caseLabel(c), " ", badges(c)), close),
-        el("div", { class: "columns" }, conversationColumn(c), promptsColumn(c, systems), verdictColumn(c))));
-      draw();
+    return {
+      set(items) { state.items = items; state.page = 0; sort(); draw(); },
+      items() { return state.items; },
+      open(c) {
+        state.open = c;
+        const at = state.items.indexOf(c);
+        if (at >= 0) state.page = Math.floor(at / PAGE_SIZE);
+        draw();
+      },
+    };
+  }
+
+  // The case view in #case-view, above the table: panel(c, controls) draws a case;
+  // previous/next step through the listed cases. The address names the open case, so
+  // Back closes the view and a link opens it.
+  function caseViewer(list, panel, find) {
+    const view = document.getElementById("case-view");
+    let open = null;
+    function close() {
+      open = null;
+      view.replaceChildren();
+      list.open(null);
+    }
+    function step(by) {
+      const items = list.items();
+      const next = items[items.indexOf(open) + by];
+      if (next) { history.replaceState(null, "", caseHash(next)); show(next); }
+    }
+    function show(c) {
+      open = c;
+      const items = list.items();
+      const at = items.indexOf(c);
+      const controls = el("div", { class: "view-nav" },
+        button("prev-case", "previous", () => step(-1)), " ",
+        button("next-case", "next", () => step(1)), " ",
+        button("close-case", "close", () => { history.replaceState(null, "", "#cases"); close(); }),
+        el("span", { class: "muted" }, at >= 0 ? " " + (at + 1) + " of " + items.length : " not in the list as filtered"));
+      if (at <= 0) controls.querySelector("#prev-case").disabled = true;
+      if (at < 0 || at >= items.length - 1) controls.querySelector("#next-case").disabled = true;
+      view.replaceChildren(panel(c, controls));
+      list.open(c);
       view.scrollIntoView();
     }
-
     function fromHash() {
-      let hash = location.hash.slice(1);
-      try { hash = decodeURIComponent(hash); } catch (e) { /* a malformed %-escape: as typed */ }
       const params = new URLSearchParams(location.hash.slice(1));
+      const c = find(params);
+      if (c) show(c);
+      else close();
+      return params;
+    }
+    document.addEventListener("keydown", (e) => {
+      if (!open || ["INPUT", "SELECT", "TEXTAREA"].includes(e.target.tagName)) return;
+      if (e.key === "Escape") { history.replaceState(null, "", "#cases"); close(); }
+    });
+    window.addEventListener("hashchange", fromHash);
+    return { show: show, fromHash: fromHash, close: close, isOpen: () => open !== null };
+  }
+
+  // A relative link back to a comparison page (the back= of the address): only a plain
+  // relative path to an .html page is followed, never a scheme.
+  function backLink(params) {
+    const back = params.get("back");
+    if (!back || /[:\\]/.test(back) || back.startsWith("//") || !/\.html(#.*)?$/.test(back)) return null;
+    return el("a", { href: back, id: "back-link" }, "back to the comparison");
+  }
+
+  // -- the report page -----------------------------------------------------------------
+
+  function reportPage() {
+    const cases = DATA.cases || [];
+    const systems = DATA.systems || [];
+    let back = null;
+    const text = (c) => [c.id, c.input, c.rendered,
+      Object.values(c.stages || {}).map((s) => [s.user, s.raw]), c.facts, c.error, c.tags];
+    const filters = filterControls(cases, [
+      ["lang", "language", (c) => [c.lang]],
+      ["rule", "rule", (c) => c.rules || []],
+      ["tag", "tag", (c) => c.tags || []],
+      ["verdict", "verdict", (c) => [verdict(c)]],
+      ["check", "failing check", (c) => c.failing || []],
+      ["problem", "problem", (c) => c.problems || []],
+    ], text, () => update());
+    const list = listView([
+      ["id", (c) => c.id, () => "id"], ["repeat", (c) => c.repeat], ["lang", (c) => c.lang],
+      ["rules", (c) => (c.rules || []).join(" "), () => "words"], ["tags", (c) => (c.tags || []).join(" "), () => "words"],
+      ["verdict", verdict, (c) => (c.passed ? "ok" : "bad")],
+      ["problems", (c) => (c.problems || []).join(" "), () => "words"],
+    ], (c) => { location.hash = caseHash(c); });
+    const viewer = caseViewer(list, (c, controls) => el("div", { class: "view", id: "case-panel" },
+      el("div", { class: "view-head" },
+        el("h3", {}, "Case " + c.id + (c.repeat ? " (repeat " + c.repeat + ")" : ""), " ", badges(c)),
+        el("div", {}, back, " ", controls)),
+      el("div", { class: "columns", lang: textLang(c) },
+        conversationColumn(c), promptsColumn(c, systems), verdictColumn(c))),
+    (params) => {
+      back = backLink(params);
       const id = params.get("case");
+      if (id === null) return null;
       const repeat = Number(params.get("repeat") || 0);
-      const c = id !== null
-        ? cases.find((x) => x.id === id && (x.repeat || 0) === repeat)
-        : cases.find((x) => x.id === hash);  // older links: report.html#ID
-      if (c) openCase(c);
+      const c = cases.find((x) => x.id === id && (x.repeat || 0) === repeat);
+      if (!c) document.getElementById("case-note").textContent = "Case " + id + " is not among the cases of this page.";
+      return c;
+    });
+
+    function update() {
+      const picked = cases.filter(filters.matches);
+      list.set(picked);
+      document.getElementById("case-count").textContent =
+        picked.length + " of " + cases.length + " cases shown";
     }
 
     if (DATA.shown > cases.length) {
       document.getElementById("case-note").textContent =
         "Only the first " + cases.length + " of " + DATA.shown + " cases are shown (failed ones first); all are in cases.jsonl.";
     }
-    window.addEventListener("hashchange", fromHash);
-    draw();
-    fromHash();
-  }
-
-  // -- the comparison page -------------------------------------------------------------
-
-  function factKey(f) {
-    return f.text + "\u0000" + f.owner;
-  }
-
-  function flipSide(label, c, other, systems, mark) {
-    if (!c) return el("div", {}, el("h3", {}, label), el("p", { class: "muted" }, "no record"));
-    const keys = new Set(((other && other.facts) || []).map(factKey));
-    const marks = (c.facts || []).map((f) => (keys.has(factKey(f)) ? null : mark));
-    const extract = (c.stages || {}).extract;
-    return el(
-      "div", { class: "side" },
-      el("h3", {}, label, " ", el("span", { class: "badge " + (c.passed ? "ok" : "bad") }, verdict(c))),
-      c.failing && c.failing.length ? el("p", { class: "bad" }, "failing: " + c.failing.join(", ")) : null,
-      c.error ? el("p", { class: "bad" }, "error: " + c.error) : null,
-      el("h4", {}, "Facts"), factsTable(c.facts, marks),
-      el("h4", {}, "Checks"), checksTable(c.checks),
-      extract ? el("details", {}, el("summary", {}, "extraction: raw answer"), el("pre", {}, extract.raw || "")) : null,
-      c.stages && c.stages.reconcile
-        ? el("details", {}, el("summary", {}, "reconcile: raw answer"), el("pre", {}, c.stages.reconcile.raw || ""))
-        : null,
-      el("details", {}, el("summary", {}, "prompts"), promptsColumn(c, systems)),
-    );
-  }
-
-  function factDiff(diff) {
-    const line = (sign, cls, f) => el("div", { class: cls }, sign + " " + f.text + " (" + f.owner + ", " + f.subject + ")");
-    return el("div", { class: "fact-diff" },
-      el("h4", {}, "Fact-level diff (A to B)"),
-      (diff.removed || []).map((f) => line("-", "fact-removed", f)),
-      (diff.added || []).map((f) => line("+", "fact-added", f)),
-      el("p", { class: "muted" }, (diff.kept || []).length + " facts the same in both"));
-  }
-
-  function comparePage() {
-    const flips = DATA.flipped || [];
-    const systems = DATA.systems || [];
-    const holder = document.getElementById("flips");
-    const change = el("select", { id: "f-change" },
-      ["", "fixed", "broken"].map((v) => el("option", { value: v }, v || "all")));
-    const search = el("input", { type: "search", id: "f-search", placeholder: "words in the case" });
-    document.getElementById("flip-filters").append(
-      el("label", {}, "change ", change), " ", el("label", {}, "search ", search));
-    function draw() {
-      const words = search.value.toLowerCase().split(/\s+/).filter(Boolean);
-      const picked = flips.filter((f) => (!change.value || f.change === change.value)
-        && words.every((w) => haystack(f.b || f.a || { id: f.id }).includes(w) || f.id.toLowerCase().includes(w)));
-      holder.replaceChildren(...picked.map((f) => {
-        const conv = f.a || f.b;
-        return el("div", { class: "flip", id: "flip-" + f.id, "data-case": f.id },
-          el("h3", {}, f.id, " ", el("span", { class: "badge " + f.change }, f.change)),
-          conv ? el("details", {}, el("summary", {}, "conversation"), conversationColumn(conv)) : null,
-          factDiff(f.facts || {}),
-          el("div", { class: "columns two" },
-            flipSide("A: " + DATA.a, f.a, f.b, systems, "fact-removed"),
-            flipSide("B: " + DATA.b, f.b, f.a, systems, "fact-added")));
-      }));
-      document.getElementById("flip-count").textContent = picked.length + " of " + flips.length + " flipped cases shown";
-    }
-    change.addEventListener("change", draw);
-    search.addEventListener("input", draw);
-    draw();
+    update();
+    viewer.fromHash();
   }
 
   if (DATA.kind === "report") reportPage();
-  else if (DATA.kind === "compare") comparePage();
+
+  return {
+    DATA, el, button, pretty, block, textLang, onActivate, verdict, systemText, messageList,
+    conversationColumn, promptsColumn, factsTable, checksTable, goldRows, goldText, matchCell,
+    goldOther, badges, caseHash, filterControls, listView, caseViewer,
+  };
 })();
