@@ -15,6 +15,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from hy_eval.harness.analysis import CompareError, compare, run_outcomes
     from hy_eval.harness.report import comparison_text
 
+    # Checked before anything is computed, printed or written: a wrong --label is refused
+    # alone, without a comparison on the terminal and a --json file left behind.
+    labels = args.label or []
+    if labels and len(labels) != 2:
+        raise UserError("--label names both runs: give it twice, for A then for B")
     try:
         result = compare(
             run_outcomes(args.run_a),
@@ -29,9 +34,6 @@ def cmd_compare(args: argparse.Namespace) -> int:
         from hy_eval.harness.runlog import write_comparison
 
         write_comparison(args.json, result)
-    labels = args.label or []
-    if labels and len(labels) != 2:
-        raise UserError("--label names both runs: give it twice, for A then for B")
     if args.html:
         from hy_eval.harness.report import write_compare_page
 

@@ -1,7 +1,7 @@
 """What a run shows: the summary, report.md, the plots, the HTML pages and their templates,
 the comparison text and page."""
 
-from hy_eval.harness.report._compare_page import fact_diff, write_compare_page
+from hy_eval.harness.report._compare_page import write_compare_page
 from hy_eval.harness.report._compare_text import comparison_text
 from hy_eval.harness.report._folder import report_folder
 from hy_eval.harness.report._pages import metric_row, script_json
@@ -16,7 +16,6 @@ __all__ = [
     "add_perturbations",
     "comparison_text",
     "draw",
-    "fact_diff",
     "figure",
     "markdown_report",
     "metric_row",

@@ -20,22 +20,16 @@ from urllib.parse import quote
 
 from hy_eval.harness.analysis import group_differences, run_outcomes
 from hy_eval.harness.report._compare_cases import changed_cases
-from hy_eval.harness.report._compare_text import SHARED_NOTE, own_value_lines, verdict_lines
+from hy_eval.harness.report._compare_text import (
+    SHARED_NOTE,
+    own_value_lines,
+    p_text,
+    verdict_lines,
+)
 from hy_eval.harness.report._pages import BREAKDOWN_METRICS, render_page
 from hy_eval.harness.report._perturbed import consistency_text
 from hy_eval.harness.runlog import ComparedMetric, Comparison
 from hy_eval.harness.scoring import ACCURACY_METRICS
-
-
-def fact_diff(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> dict[str, list[Any]]:
-    """Facts (text and owner) only in A, only in B, and in both, each in its run's order."""
-    keys_a = {(f.get("text"), f.get("owner")) for f in a}
-    keys_b = {(f.get("text"), f.get("owner")) for f in b}
-    return {
-        "removed": [f for f in a if (f.get("text"), f.get("owner")) not in keys_b],
-        "added": [f for f in b if (f.get("text"), f.get("owner")) not in keys_a],
-        "kept": [f for f in b if (f.get("text"), f.get("owner")) in keys_a],
-    }
 
 
 def run_labels(
@@ -56,14 +50,6 @@ def _href(target: Path, start: Path) -> str:
     """A relative link from a page in folder ``start`` to ``target``, URL-quoted."""
     rel = os.path.relpath(target.resolve(), start.resolve())
     return quote(Path(rel).as_posix())
-
-
-def p_text(p: float | None) -> str:
-    """A p-value for the table: ``< 0.001`` below it (the permutation test's floor is
-    about 0.001, which four decimals would print as 0.0010, as if measured)."""
-    if p is None:
-        return "n/a"
-    return "< 0.001" if p < 0.001 else f"{p:.4f}"
 
 
 def _group_rows(

@@ -25,6 +25,22 @@ def _num(x: float | None, spec: str) -> str:
     return "n/a" if x is None else format(x, spec)
 
 
+def p_text(p: float | None) -> str:
+    """A p-value as the terminal and the page print it: ``< 0.001`` below 0.001 (the
+    permutation test's floor is about 0.001, which four decimals would print as 0.0010,
+    as if measured; McNemar's exact p of many flips would print as 0.0000), else four
+    decimals. The numbers in ``--json`` are not rounded."""
+    if p is None:
+        return "n/a"
+    return "< 0.001" if p < 0.001 else f"{p:.4f}"
+
+
+def _p_is(p: float | None) -> str:
+    """``= 0.0123`` or ``< 0.001``: a p-value after its name in a sentence."""
+    text = p_text(p)
+    return text if text.startswith("<") else "= " + text
+
+
 def _cases(n: int) -> str:
     return f"{n} case" if n == 1 else f"{n} cases"
 
@@ -73,8 +89,8 @@ def verdict_lines(result: Comparison) -> list[str]:
     mc = result.mcnemar
     lines = [
         f"flipped (pass/fail verdict changed): {_cases(result.flipped_count)}, {mc.fixed} fixed "
-        f"by B, {mc.broken} broken by B; McNemar exact p = {_num(mc.p_value, '.4f')}"
-        + (f" (Holm-adjusted {result.p_holm:.4f})" if result.p_holm is not None else "")
+        f"by B, {mc.broken} broken by B; McNemar exact p {_p_is(mc.p_value)}"
+        + (f" (Holm-adjusted {p_text(result.p_holm)})" if result.p_holm is not None else "")
     ]
     if result.changed_count is not None:
         lines.append(
@@ -99,7 +115,7 @@ def _metric_table(result: Comparison, level: int) -> list[str]:
         p_holm = e.p_adjusted if e.p_adjusted is not None else e.p_value
         lines.append(
             f"{m:<30}{e.n:>5}{e.a:>7.3f}{e.b:>7.3f}{e.diff:>+8.3f}  {ci:<18}"
-            f"{e.p_value:>7.4f}{p_holm:>8.4f}{_num(e.mde, '.3f'):>7}{star}"
+            f"{p_text(e.p_value):>7}{p_text(p_holm):>8}{_num(e.mde, '.3f'):>7}{star}"
         )
     return lines
 

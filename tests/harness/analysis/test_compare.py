@@ -15,6 +15,7 @@ from hy_eval.cli import main
 from hy_eval.harness import write_reports
 from hy_eval.harness.analysis import RunOutcomes, compare, holm
 from hy_eval.harness.report import comparison_text
+from hy_eval.harness.report._compare_text import verdict_lines
 from hy_eval.harness.runlog import CallCounts, RunManifest
 from tests.harness.analysis.test_stats import _runs
 from tests.harness.gate.test_gates import _run
@@ -118,6 +119,48 @@ def test_flipped_and_changed_are_counted_alike_in_terminal_json_and_page(
     for line in text.splitlines():
         if line.startswith(("flipped (", "changed (", "  fact_recall: A ")):
             assert line.strip() in page
+
+
+def test_a_p_value_below_0_001_reads_below_0_001_in_the_terminal_and_on_the_page():
+    """300 cases broken, none fixed: McNemar's exact p is about 1e-90, which four
+    decimals printed as 0.0000; the JSON keeps the number."""
+    a_pass = [True] * 300 + [True] * 200
+    b_pass = [False] * 300 + [True] * 200
+    res = compare(*_runs(a_pass, b_pass), samples=200)
+    assert 0 < res.mcnemar.p_value < 1e-80
+    res.p_holm = 3 * res.mcnemar.p_value  # as a matrix run sets it
+    text = comparison_text(res)
+    assert "0.0000" not in text
+    flipped = "flipped (pass/fail verdict changed): 300 cases, 0 fixed by B, 300 broken by B"
+    assert flipped + "; McNemar exact p < 0.001 (Holm-adjusted < 0.001)" in text.splitlines()
+    # The page prints the same sentence (verdict_lines) and its metric table the same
+    # words for p (the table's p column here, from the same helper).
+    assert verdict_lines(res)[0] in text.splitlines()
+    row = next(line for line in text.splitlines() if line.startswith("case_pass"))
+    assert row.count("< 0.001") == 2  # p and p_holm
+    assert res.to_data()["mcnemar"]["p_value"] == res.mcnemar.p_value
+
+
+def test_label_names_the_runs_on_the_page_and_one_label_alone_is_refused(
+    two_runs, tmp_path, capsys
+):
+    """One --label is refused before anything is computed: one line, exit 2, no text on
+    the terminal and no --json or --html file written. Two name A and B on the page."""
+    run_a, run_b, _ = two_runs
+    out_json, out_html = tmp_path / "cmp.json", tmp_path / "cmp.html"
+    args = ["compare", str(run_a), str(run_b), "--json", str(out_json), "--html", str(out_html)]
+    capsys.readouterr()
+    assert main([*args, "--label", "old prompt"]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.strip().splitlines() == [
+        "hy-eval: error: --label names both runs: give it twice, for A then for B"
+    ]
+    assert not out_json.exists() and not out_html.exists()
+    assert main([*args, "--label", "old prompt", "--label", "new <prompt>"]) == 0
+    page = out_html.read_text(encoding="utf-8")
+    assert "<h1>B = new &lt;prompt&gt; vs A = old prompt</h1>" in page
+    assert "<title>hy_eval: B = new &lt;prompt&gt; vs A = old prompt</title>" in page
 
 
 def test_a_baseline_without_check_verdicts_has_no_changed_count():

@@ -9,7 +9,7 @@ import pytest
 from hy_eval.cli import main
 from hy_eval.harness import METRICS, cases_frame, write_reports
 from hy_eval.harness.analysis import fmt_ratio
-from hy_eval.harness.report import fact_diff, metric_row
+from hy_eval.harness.report import metric_row
 from hy_eval.harness.runlog import CallCounts, MetricEntry, RunFolderError, RunManifest
 from tests.harness.report.test_report import scored_record
 from tests.harness.report.test_report_escaping import embedded_data, manifest
@@ -76,13 +76,6 @@ def test_compare_html_to_a_folder_that_does_not_exist_is_one_line(tmp_path, caps
     code = main(["compare", str(a), str(a), "--html", str(tmp_path / "no" / "x.html")])
     assert code == 2
     assert "cannot write the page" in capsys.readouterr().err
-
-
-def test_fact_diff_by_text_and_owner():
-    a = [{"text": "The user likes tea.", "owner": "user"}, {"text": "Hi.", "owner": "agent"}]
-    b = [{"text": "The user likes tea.", "owner": "agent"}, {"text": "Hi.", "owner": "agent"}]
-    diff = fact_diff(a, b)
-    assert diff["removed"] == a[:1] and diff["added"] == b[:1] and diff["kept"] == b[1:]
 
 
 def test_ci_entries_are_read_defensively():
