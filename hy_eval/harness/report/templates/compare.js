@@ -171,7 +171,8 @@
     ["lang", "language", (c) => [c.lang]],
     ["rule", "rule", (c) => c.rules || []],
     ["tag", "tag", (c) => c.tags || []],
-    ["problem", "B's problem", (c) => (c.b || {}).problems || []],
+    // A case is listed under a problem either run has (its A and B badges tell which).
+    ["problem", "problem in A or B", (c) => Array.from(new Set([...((c.a || {}).problems || []), ...((c.b || {}).problems || [])]))],
   ], text, () => update());
   const list = HY.listView([
     ["id", (c) => c.id, () => "id"], ["lang", (c) => c.lang],

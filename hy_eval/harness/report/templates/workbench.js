@@ -293,7 +293,8 @@ const HY = (function () {
   function listView(columns, onOpen) {
     const table = document.getElementById("case-table");
     const pager = document.getElementById("pager");
-    const state = { items: [], page: 0, sort: null, dir: 1, open: null };
+    //: rows: the drawn rows by case, so a closed case's row can take the focus back.
+    const state = { items: [], page: 0, sort: null, dir: 1, open: null, rows: new Map() };
     table.tHead.append(el("tr", {}, columns.map(([name], i) => {
       const th = el("th", {}, name);
       onActivate(th, () => {
@@ -321,16 +322,33 @@ const HY = (function () {
         columns.map(([, get, cls]) => el("td", { class: cls ? cls(c) : null }, get(c))));
       onActivate(tr, () => onOpen(c));
       tr.addEventListener("keydown", (e) => {
-        const next = e.key === "ArrowDown" ? tr.nextElementSibling : e.key === "ArrowUp" ? tr.previousElementSibling : null;
-        if (next) { e.preventDefault(); next.focus(); }
+        if (e.key !== "ArrowDown" && e.key !== "ArrowUp") return;
+        e.preventDefault();
+        const down = e.key === "ArrowDown";
+        const next = down ? tr.nextElementSibling : tr.previousElementSibling;
+        if (next) next.focus();
+        else turnPage(down ? 1 : -1);
       });
+      state.rows.set(c, tr);
       return tr;
+    }
+
+    // The arrow keys go on past the page's edge: the next page's first row, or the
+    // previous page's last one.
+    function turnPage(by) {
+      const page = state.page + by;
+      if (page < 0 || page * PAGE_SIZE >= state.items.length) return;
+      state.page = page;
+      draw();
+      const body = table.tBodies[0];
+      (by > 0 ? body.firstElementChild : body.lastElementChild).focus();
     }
 
     function draw() {
       const pages = Math.max(1, Math.ceil(state.items.length / PAGE_SIZE));
       state.page = Math.min(state.page, pages - 1);
       const start = state.page * PAGE_SIZE;
+      state.rows = new Map();
       table.tBodies[0].replaceChildren(...state.items.slice(start, start + PAGE_SIZE).map(row));
       const go = (page) => () => { state.page = page; draw(); };
       pager.replaceChildren(
@@ -348,19 +366,41 @@ const HY = (function () {
         if (at >= 0) state.page = Math.floor(at / PAGE_SIZE);
         draw();
       },
+      // Focus the row of case c if it is on the page drawn; false if it is not.
+      focus(c) {
+        const tr = state.rows.get(c);
+        if (tr) tr.focus();
+        return Boolean(tr);
+      },
     };
   }
 
   // The case view in #case-view, above the table: panel(c, controls) draws a case;
   // previous/next step through the listed cases. The address names the open case, so
-  // Back closes the view and a link opens it.
+  // Back closes the view and a link opens it. Opening a case moves the keyboard focus to
+  // its heading; closing it (close, Escape, Back) gives it back to the case's row when
+  // that row is on the page shown.
   function caseViewer(list, panel, find) {
     const view = document.getElementById("case-view");
+    // The address a closed view leaves: the section holding the case table (#cases on
+    // a report, #changed-cases on the comparison page).
+    const home = "#" + view.closest("section").id;
     let open = null;
     function close() {
+      const was = open;
       open = null;
       view.replaceChildren();
       list.open(null);
+      if (was) list.focus(was);
+    }
+    // The heading of the case shown takes the focus, or the previous/next button that
+    // had it, so stepping with the keyboard goes on from where it was.
+    function focusIn(keep) {
+      const again = keep ? view.querySelector("#" + keep) : null;
+      if (again && !again.disabled) { again.focus(); return; }
+      const head = view.querySelector("h3");
+      head.setAttribute("tabindex", "-1");
+      head.focus();
     }
     function step(by) {
       const items = list.items();
@@ -368,19 +408,22 @@ const HY = (function () {
       if (next) { history.replaceState(null, "", caseHash(next)); show(next); }
     }
     function show(c) {
+      const focused = document.activeElement;
+      const keep = focused && view.contains(focused) && focused.id ? focused.id : null;
       open = c;
       const items = list.items();
       const at = items.indexOf(c);
       const controls = el("div", { class: "view-nav" },
         button("prev-case", "previous", () => step(-1)), " ",
         button("next-case", "next", () => step(1)), " ",
-        button("close-case", "close", () => { history.replaceState(null, "", "#cases"); close(); }),
+        button("close-case", "close", () => { history.replaceState(null, "", home); close(); }),
         el("span", { class: "muted" }, at >= 0 ? " " + (at + 1) + " of " + items.length : " not in the list as filtered"));
       if (at <= 0) controls.querySelector("#prev-case").disabled = true;
       if (at < 0 || at >= items.length - 1) controls.querySelector("#next-case").disabled = true;
       view.replaceChildren(panel(c, controls));
       list.open(c);
       view.scrollIntoView();
+      focusIn(keep);
     }
     function fromHash() {
       const params = new URLSearchParams(location.hash.slice(1));
@@ -391,7 +434,7 @@ const HY = (function () {
     }
     document.addEventListener("keydown", (e) => {
       if (!open || ["INPUT", "SELECT", "TEXTAREA"].includes(e.target.tagName)) return;
-      if (e.key === "Escape") { history.replaceState(null, "", "#cases"); close(); }
+      if (e.key === "Escape") { history.replaceState(null, "", home); close(); }
     });
     window.addEventListener("hashchange", fromHash);
     return { show: show, fromHash: fromHash, close: close, isOpen: () => open !== null };
@@ -411,6 +454,7 @@ const HY = (function () {
     const cases = DATA.cases || [];
     const systems = DATA.systems || [];
     let back = null;
+    const note = document.getElementById("case-note");
     const text = (c) => [c.id, c.input, c.rendered,
       Object.values(c.stages || {}).map((s) => [s.user, s.raw]), c.facts, c.error, c.tags];
     const filters = filterControls(cases, [
@@ -436,10 +480,12 @@ const HY = (function () {
     (params) => {
       back = backLink(params);
       const id = params.get("case");
-      if (id === null) return null;
       const repeat = Number(params.get("repeat") || 0);
-      const c = cases.find((x) => x.id === id && (x.repeat || 0) === repeat);
-      if (!c) document.getElementById("case-note").textContent = "Case " + id + " is not among the cases of this page.";
+      const c = id === null ? null : cases.find((x) => x.id === id && (x.repeat || 0) === repeat);
+      // A case not on the page (a link from another page): say so, with the way back
+      // to the page the link came from, since no case view opens to hold that link.
+      const missing = ["Case " + id + " is not among the cases of this page. ", back];
+      note.replaceChildren(...(c || id === null ? [shownNote()] : missing.filter(Boolean)));
       return c;
     });
 
@@ -450,10 +496,14 @@ const HY = (function () {
         picked.length + " of " + cases.length + " cases shown";
     }
 
-    if (DATA.shown > cases.length) {
-      document.getElementById("case-note").textContent =
-        "Only the first " + cases.length + " of " + DATA.shown + " cases are shown (failed ones first); all are in cases.jsonl.";
+    // What the note says while no missing case is named: how many cases the page holds.
+    function shownNote() {
+      return DATA.shown > cases.length
+        ? "Only the first " + cases.length + " of " + DATA.shown + " cases are shown (failed ones first); all are in cases.jsonl."
+        : "";
     }
+
+    note.replaceChildren(shownNote());
     update();
     viewer.fromHash();
   }
