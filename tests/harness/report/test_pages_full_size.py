@@ -149,7 +149,7 @@ def test_the_report_problem_filter_tells_attribution_from_recall(full, browser):
 
 
 def test_the_compare_problem_filter_matches_a_problem_in_a_or_in_b(full, browser):  # noqa: F811
-    """"attribution" lists the changed cases with a fact given to the wrong subject in
+    """The "attribution" problem lists the changed cases with a fact given to the wrong subject in
     either run: those A got wrong and B right too, not B's alone."""
     a, b = full["a"], full["b"]
     changed = changed_ids(a, b)
