@@ -3,7 +3,8 @@
 Each page is rendered from a Jinja template in ``templates/`` with autoescaping on, so a
 value from a dataset, a model or the command line is text wherever the template puts it.
 The cases are embedded once, as JSON in a ``<script type="application/json">`` block, and
-shown by the page's own script (``templates/workbench.js``), which builds every element
+shown by the page's own script (``templates/workbench.js`` with the page's own part,
+``report.js`` or ``compare.js``), which builds every element
 with ``textContent``: no dataset or model text is ever parsed as HTML. The page needs no
 server and no network.
 """
@@ -222,6 +223,7 @@ def report_page(
     return render_page(
         "report.html.j2",
         {"kind": "report", **cases},
+        scripts=("workbench.js", "report.js"),
         summary=summary,
         commit=str(git.get("commit"))[:12],
         dirty=bool(git.get("dirty")),

@@ -47,11 +47,11 @@ from hy_eval.harness.scoring import (
 )
 
 #: The most cases report.html holds (failed ones first; every record is in cases.jsonl).
-#: The case table draws 50 rows at a time, so the count costs only the page's size (about
-#: 4.4 KB a case: 22 MB at the limit) and its parsing. 5,000 holds every case of the
-#: suites shipped (457 in multi_speaker, the largest) even at --repeats 10, and the
-#: 1,200-case runs of the browser tests whole, so every link from a comparison page to
-#: a case of a run of them opens that case.
+#: The case table draws 50 rows at a time, so the count costs only the page's size
+#: (about 4 KB a case: some 21 MB at the limit, see benchmarks/README.md) and its
+#: parsing. 5,000 holds every case of the suites shipped (457 in multi_speaker, the
+#: largest) even at --repeats 10, and the 1,200-case runs of the browser tests whole, so
+#: a link from a comparison page to a case of such runs opens that case.
 DRILLDOWN_LIMIT = 5000
 
 
