@@ -288,6 +288,27 @@ const HY = (function () {
     return { matches: matches, selects: selects, search: search };
   }
 
+  // ArrowDown and ArrowUp on a row focus the next or previous one; past the edge of the
+  // rows drawn, onEdge(1 or -1) turns the page.
+  function arrowKeys(tr, onEdge) {
+    tr.addEventListener("keydown", (e) => {
+      if (e.key !== "ArrowDown" && e.key !== "ArrowUp") return;
+      e.preventDefault();
+      const down = e.key === "ArrowDown";
+      const next = down ? tr.nextElementSibling : tr.previousElementSibling;
+      if (next) next.focus();
+      else onEdge(down ? 1 : -1);
+    });
+  }
+
+  // The pager under a case table: previous, "page N of M", next; go(page) turns to page.
+  function pagerButtons(pager, page, pages, go) {
+    pager.replaceChildren(
+      el("button", { type: "button", id: "page-prev", disabled: page === 0 ? "" : null, onclick: () => go(page - 1) }, "previous page"),
+      el("span", { id: "page-of" }, " page " + (page + 1) + " of " + pages + " "),
+      el("button", { type: "button", id: "page-next", disabled: page >= pages - 1 ? "" : null, onclick: () => go(page + 1) }, "next page"));
+  }
+
   // The case table of #case-table, PAGE_SIZE rows at a time with #pager below it.
   // columns: [name, value of a case, class of its cell]; onOpen(c) opens a case.
   function listView(columns, onOpen) {
@@ -321,14 +342,7 @@ const HY = (function () {
       const tr = el("tr", { "data-case": c.id, class: c === state.open ? "open" : null },
         columns.map(([, get, cls]) => el("td", { class: cls ? cls(c) : null }, get(c))));
       onActivate(tr, () => onOpen(c));
-      tr.addEventListener("keydown", (e) => {
-        if (e.key !== "ArrowDown" && e.key !== "ArrowUp") return;
-        e.preventDefault();
-        const down = e.key === "ArrowDown";
-        const next = down ? tr.nextElementSibling : tr.previousElementSibling;
-        if (next) next.focus();
-        else turnPage(down ? 1 : -1);
-      });
+      arrowKeys(tr, turnPage);
       state.rows.set(c, tr);
       return tr;
     }
@@ -350,11 +364,7 @@ const HY = (function () {
       const start = state.page * PAGE_SIZE;
       state.rows = new Map();
       table.tBodies[0].replaceChildren(...state.items.slice(start, start + PAGE_SIZE).map(row));
-      const go = (page) => () => { state.page = page; draw(); };
-      pager.replaceChildren(
-        el("button", { type: "button", id: "page-prev", disabled: state.page === 0 ? "" : null, onclick: go(state.page - 1) }, "previous page"),
-        el("span", { id: "page-of" }, " page " + (state.page + 1) + " of " + pages + " "),
-        el("button", { type: "button", id: "page-next", disabled: state.page >= pages - 1 ? "" : null, onclick: go(state.page + 1) }, "next page"));
+      pagerButtons(pager, state.page, pages, (page) => { state.page = page; draw(); });
     }
 
     return {
