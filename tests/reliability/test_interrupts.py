@@ -231,7 +231,11 @@ def test_a_second_ctrl_c_exits_at_once(tmp_path):
         _, err = proc.communicate(timeout=60)
         took = time.perf_counter() - sent
     assert proc.returncode == 130, err
-    assert took < 0.5, (took, err)  # well within the first Ctrl-C's grace period
+    # Quit at once, not at the end of the first Ctrl-C's grace period: the process ended
+    # in the second handler, before the run could say what it kept (which the grace
+    # path prints on its way out). Not a timing: a loaded machine must not fail it.
     assert "Ctrl-C again: quitting now" in err
+    assert "Resume with" not in err, err
+    assert took < 30, took  # the stalled answers (30 s) were not waited for
     assert err.count("interrupted") == 1, err
     assert "Traceback" not in err
