@@ -166,7 +166,8 @@ def _compare_all(result: MatrixResult) -> None:
 
 
 def metric_table(entries: Sequence[MatrixEntry]) -> list[str]:
-    """A Markdown table: one row per metric and tokens per case, one column per run."""
+    """A Markdown table: one row per metric and tokens per case, one column per run; a
+    value with its 95% interval and n (the cases that count for it) when the run has them."""
     from hy_eval.harness.scoring import METRICS
 
     lines = [
@@ -175,12 +176,22 @@ def metric_table(entries: Sequence[MatrixEntry]) -> list[str]:
     ]
     summaries = [e.summary for e in entries]
     for metric in METRICS:
-        values = [(s.metrics[metric].value, s.missing(metric)) for s in summaries]
-        cells = [missing if v is None else f"{v:.3f}" for v, missing in values]
+        cells = [_cell(s, metric) for s in summaries]
         lines.append(f"| {metric} | " + " | ".join(cells) + " |")
     tokens = [f"{_tokens_per_case(s):.0f}" for s in summaries]
     lines.append("| tokens per case | " + " | ".join(tokens) + " |")
     return lines
+
+
+def _cell(summary: RunSummary, metric: str) -> str:
+    """``0.139 [0.081, 0.205] n=20``; n/a or n/m without a value."""
+    entry = summary.metrics[metric]
+    if entry.value is None:
+        return summary.missing(metric)
+    lo, hi = entry.ci
+    if lo is None or hi is None:
+        return f"{entry.value:.3f}"
+    return f"{entry.value:.3f} [{lo:.3f}, {hi:.3f}] n={entry.n}"
 
 
 def _tokens_per_case(summary: RunSummary) -> float:

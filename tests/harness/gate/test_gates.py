@@ -293,7 +293,7 @@ def test_matrix_run_over_two_variants(tmp_path, capsys):
     assert code == 0
     text = (tmp_path / "m" / "matrix.md").read_text()
     assert "| metric | openai--default | openai--no_examples |" in text
-    assert "| case_pass | 1.000 | 1.000 |" in text
+    assert "| case_pass | 1.000 [0.439, 1.000] n=3 | 1.000 [0.439, 1.000] n=3 |" in text
     assert "McNemar exact p = 1.0000" in text
 
 

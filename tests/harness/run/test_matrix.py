@@ -7,7 +7,7 @@ import pytest
 
 from hy_eval.harness import MatrixEntry, MatrixResult, RunConfig, RunError, run_matrix
 from hy_eval.harness.run import combination_name, flipped_sections, metric_table
-from hy_eval.harness.runlog import Comparison, RunSummary
+from hy_eval.harness.runlog import Comparison, MetricEntry, RunSummary
 from hy_eval.harness.scoring import METRICS
 from hy_eval.llm import ModelSpec
 
@@ -36,6 +36,15 @@ def test_metric_table_has_a_row_per_metric_and_tokens_per_case():
     assert "| fact_recall | n/a | n/a |" in lines
     assert lines[-1] == "| tokens per case | 100 | 100 |"
     assert len(lines) == 2 + len(METRICS) + 1
+
+
+def test_metric_table_shows_the_interval_and_n_and_what_is_not_measured():
+    with_ci = entry("a", 0.5)
+    with_ci.summary.metrics["case_pass"] = MetricEntry(value=0.5, ci=(0.25, 0.75), n=4)
+    with_ci.summary.not_measured = ["fact_recall"]
+    lines = metric_table([with_ci, entry("b", 0.75)])
+    assert "| case_pass | 0.500 [0.250, 0.750] n=4 | 0.750 |" in lines
+    assert "| fact_recall | n/m | n/a |" in lines
 
 
 def test_flipped_cases_link_both_reports():
