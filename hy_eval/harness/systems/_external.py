@@ -79,19 +79,13 @@ class _Worker:
         root = settings.workdir
         if root is not None:
             root.mkdir(parents=True, exist_ok=True)
-        home = Path(tempfile.mkdtemp(prefix=f"{settings.name}-", dir=root))
+        # Absolute: the worker runs in this folder, and is told it by name.
+        home = Path(tempfile.mkdtemp(prefix=f"{settings.name}-", dir=root)).absolute()
         log = open(home / f"worker-{next(_serial)}.log", "wb")  # noqa: SIM115 (the child's)
         try:
-            proc = await asyncio.create_subprocess_exec(
-                str(settings.python),
-                str(worker_script(settings.name)),
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=log,
-                env=settings.env(home),
-                cwd=home,
-                limit=LINE_LIMIT,
-            )
+            proc = await _spawn(settings, home, log)
+        except OSError as exc:  # no interpreter there, not executable: every case alike
+            raise CaseFailed(f"cannot start the worker: {exc}") from None
         finally:
             log.close()
         worker = cls(proc, {}, home)
@@ -196,6 +190,20 @@ class ExternalSystem:
         if self._worker is not None:
             await self._worker.stop()
             self._worker = None
+
+
+async def _spawn(settings: WorkerSettings, home: Path, log: Any) -> asyncio.subprocess.Process:
+    """The worker process of ``settings`` in folder ``home``, its stderr to ``log``."""
+    return await asyncio.create_subprocess_exec(
+        str(settings.python),
+        str(worker_script(settings.name)),
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=log,
+        env=settings.env(home),
+        cwd=home,
+        limit=LINE_LIMIT,
+    )
 
 
 def _request(case: Case, label: str) -> dict[str, Any]:

@@ -38,8 +38,10 @@ def worker_script(name: str) -> Path:
 
 
 def systems_dir() -> Path:
-    """Where the environments are made (``HY_EVAL_SYSTEMS_DIR`` or ``.hy_eval/systems``)."""
-    return Path(os.environ.get("HY_EVAL_SYSTEMS_DIR") or DEFAULT_DIR)
+    """Where the environments are made (``HY_EVAL_SYSTEMS_DIR`` or ``.hy_eval/systems``),
+    made absolute: a worker runs in a folder of its own, where a relative interpreter path
+    would name nothing."""
+    return Path(os.environ.get("HY_EVAL_SYSTEMS_DIR") or DEFAULT_DIR).absolute()
 
 
 def env_folder(name: str) -> Path:

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from hy_eval._exitcodes import ExitCode
-from hy_eval.harness import RunConfig, Runner
+from hy_eval.harness import RunConfig, Runner, load_suite
 from hy_eval.harness.run import RunError
-from hy_eval.harness.systems import SystemInstallError, ensure_venv
+from hy_eval.harness.systems import CaseFailed, SystemInstallError, ensure_venv
 from hy_eval.llm.loopback import LoopbackServer, Reply, openai_completion
 
 FAKE = Path(__file__).with_name("fake_worker.py")
@@ -267,3 +267,27 @@ def test_the_command_line_says_a_failed_install_in_one_line(tmp_path, monkeypatc
     assert (
         "--system must be one of hy_eval, hy_memory, mem0 (got 'letta')" in capsys.readouterr().err
     )
+
+
+def test_relative_folders_are_made_absolute_for_the_worker(tmp_path, fake_system, monkeypatch):
+    """A relative HY_EVAL_SYSTEMS_DIR or --out names nothing from the worker's own
+    folder: both reach it absolute, and a missing interpreter costs the case, said so."""
+    import asyncio
+
+    from hy_eval.harness.systems import ExternalSystem, WorkerSettings
+    from hy_eval.harness.systems._venv import env_folder
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HY_EVAL_SYSTEMS_DIR", "envs")
+    assert env_folder("mem0").is_absolute()
+    with LoopbackServer(script) as server:
+        _, summary, _ = Runner(config(server, tmp_path, filter="id=t-00", out="run")).run()
+    assert summary.metrics["error_rate"].value == 0.0
+    suite = load_suite(suite_folder(tmp_path))
+    missing = WorkerSettings(
+        "mem0", tmp_path / "no-python", "http://127.0.0.1:9/v1", "m", embed_model="e"
+    )
+    with pytest.raises(CaseFailed, match="cannot start the worker"):
+        asyncio.run(
+            ExternalSystem(missing, lambda: None).add_case(suite.cases[0], label="x", repeat=0)
+        )
