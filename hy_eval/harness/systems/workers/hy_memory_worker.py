@@ -264,8 +264,8 @@ def seed_existing(sdk: Sdk, settings: Settings, client: Any, req: dict[str, Any]
 
 
 def read_facts(sdk: Sdk, client: Any, user_id: str) -> list[dict[str, Any]]:
-    """Every L2/L7 node the store holds for the user, in every status, oldest first. The
-    listing has no owner or supersedes; ``get()`` of each node has them."""
+    """Every L2/L7 node the store holds for the user, in every status, sorted by text.
+    The listing has no owner or supersedes; ``get()`` of each node has them."""
     items: list[dict[str, Any]] = []
     while True:
         page = client.list_memories(
@@ -293,7 +293,10 @@ def read_facts(sdk: Sdk, client: Any, user_id: str) -> list[dict[str, Any]]:
                 "supersedes": [str(s) for s in full.get("supersedes") or []],
             }
         )
-    return facts
+    # Nodes written in one add share the pinned time, and new ids are random, so the
+    # listing's order of equals may differ from run to run; the scorer breaks ties by a
+    # fact's place in the list, so the list is sorted by what it says.
+    return sorted(facts, key=lambda f: (f["text"], f["owner"] or "", f["status"]))
 
 
 def read_profile(client: Any, user_id: str) -> dict[str, Any]:

@@ -155,10 +155,12 @@ def owner_of(item: dict[str, Any]) -> str | None:
 
 
 def stored(memory: Any, user_id: str) -> list[dict[str, Any]]:
-    """The user's memories as the protocol lists them. mem0 keeps only fact
-    memories in its vector store and deletes rather than marks, so all are active."""
+    """The user's memories as the protocol lists them, sorted by text. mem0 keeps only
+    fact memories in its vector store and deletes rather than marks, so all are active.
+    Qdrant lists them in the order of their random ids, which differs from run to run;
+    the scorer breaks ties by a fact's place in the list, so the list must not."""
     listed = memory.get_all(filters={"user_id": user_id}, top_k=LIST_LIMIT)
-    return [
+    items = [
         {
             "id": str(item["id"]),
             "text": item.get("memory") or "",
@@ -167,6 +169,7 @@ def stored(memory: Any, user_id: str) -> list[dict[str, Any]]:
         }
         for item in listed.get("results", [])
     ]
+    return sorted(items, key=lambda m: (m["text"], m["owner"] or ""))
 
 
 def seed_history(memory: Any, user_id: str, history: list[dict[str, Any]]) -> None:
