@@ -270,7 +270,7 @@ class Runner:
                     + (f"; finish with {resume}" if exc.resumable else ""),
                     exit_code=ExitCode.PROVIDER,
                 ) from None
-            calls = llm.stats.as_dict() if self._external is None else self._external.stats()
+            calls = (self.answer_client() or llm).stats.as_dict()
             stats = {**calls, "records_reused": self.records_reused}
             if self.judge is not None and self.judge.llm is not llm:
                 stats["judge_calls"] = self.judge.llm.stats.as_dict()

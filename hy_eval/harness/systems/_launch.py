@@ -61,9 +61,5 @@ class ExternalRun:
             "cost_usd": self.prices.cost(client.provider.model, used),
         }
 
-    def stats(self) -> dict[str, Any]:
-        """The model calls the system made, as a run's own client counts them."""
-        return self.server.client.stats.as_dict()
-
     def stop(self) -> None:
         self.server.stop()
