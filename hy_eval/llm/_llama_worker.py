@@ -5,12 +5,15 @@ The local provider (``_local.py``) starts this file as a script, so that a nativ
 of the model library (llama.cpp's AMX matrix multiply segfaults on some Xeons)
 ends this process and not the harness, which then says which case it was on and keeps
 the finished ones. It imports nothing of hy_eval (running it by path keeps the package's
-SDK imports out of its start-up).
+SDK imports out of its start-up) but the engine beside it.
 
-Protocol: one JSON object per line on stdin, ``{"messages", "temperature", "max_tokens",
-"seed"?, "schema"?}``; one JSON object per line on the original stdout, ``{"text",
-"finish_reason", "prompt_tokens", "completion_tokens"}`` or ``{"error": "bad_request",
-"message"}``. File descriptor 1 is pointed at stderr first, so that anything the native
+Protocol: one JSON object per line on stdin, ``{"id", "messages", "temperature",
+"max_tokens", "seed"?, "schema"?}``; one JSON object per line on the original stdout,
+``{"id", "text", "finish_reason", "prompt_tokens", "completion_tokens"}`` or ``{"id",
+"error": "bad_request", "message"}``, answers in the order they finish (the id says
+which). Greedy requests are decoded together, up to SLOTS at a time, by
+:class:`~_llama_engine.BatchEngine` while further lines are read; others take the
+library's path one at a time. File descriptor 1 is pointed at stderr first, so that anything the native
 library prints cannot corrupt the answers. SIGINT is ignored: the harness decides when a
 run stops; end of input ends this process.
 
@@ -27,14 +30,21 @@ tokens as masking first, about 1.4 times as fast (``benchmarks/bench_local.py``)
 
 from __future__ import annotations
 
-import ctypes
 import faulthandler
 import json
 import os
+import queue
 import signal
 import sys
+import threading
+from collections import deque
 from collections.abc import Callable, Iterator
 from typing import IO, Any
+
+if __package__:
+    from hy_eval.llm._llama_engine import BatchEngine, GreedyGrammar, batchable
+else:  # run as a script: the engine is the file beside this one
+    from _llama_engine import BatchEngine, GreedyGrammar, batchable  # type: ignore[no-redef]
 
 #: At most this many llama.cpp contexts per process, one per system prompt (LRU).
 MAX_CONTEXTS = 4
@@ -101,6 +111,7 @@ def answer(pool: ContextPool, request: dict[str, Any]) -> dict[str, Any]:
     choice = resp["choices"][0]
     usage = resp.get("usage") or {}
     return {
+        "id": request.get("id"),
         "text": choice["message"].get("content") or "",
         "finish_reason": choice.get("finish_reason"),
         "prompt_tokens": usage.get("prompt_tokens", 0),
@@ -108,77 +119,114 @@ def answer(pool: ContextPool, request: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _reply(out: IO[str], reply: dict[str, Any]) -> bool:
+    """Write one answer line; False when the harness is gone (the pipe broke)."""
+    try:
+        out.write(json.dumps(reply) + "\n")
+        out.flush()
+    except BrokenPipeError:  # the harness is gone (killed): nobody to answer
+        # The unflushed answer would be written again at exit: send it nowhere.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), out.fileno())
+        return False
+    return True
+
+
+def _error(request_id: Any, exc: Exception) -> dict[str, Any]:
+    return {"id": request_id, "error": "bad_request", "message": f"{type(exc).__name__}: {exc}"}
+
+
 def serve(pool: ContextPool, lines: Iterator[str], out: IO[str]) -> None:
-    """Answer each request line until end of input. A Python error (a prompt longer than
-    the context window, text that is not valid UTF-8) is that request's error answer."""
+    """Answer each request line in turn until end of input (one request at a time, through
+    the library's path). A Python error (a prompt longer than the context window, text
+    that is not valid UTF-8) is that request's error answer."""
     for line in lines:
+        request: dict[str, Any] = {}
         try:
-            reply = answer(pool, json.loads(line))
+            request = json.loads(line)
+            reply = answer(pool, request)
         except Exception as exc:  # one bad request must not end the process
-            reply = {"error": "bad_request", "message": f"{type(exc).__name__}: {exc}"}
-        try:
-            out.write(json.dumps(reply) + "\n")
-            out.flush()
-        except BrokenPipeError:  # the harness is gone (killed): nobody to answer
-            # The unflushed answer would be written again at exit: send it nowhere.
-            os.dup2(os.open(os.devnull, os.O_WRONLY), out.fileno())
+            reply = _error(request.get("id") if isinstance(request, dict) else None, exc)
+        if not _reply(out, reply):
             break
     pool.close()
 
 
-class GreedyGrammar:
-    """One grammar's state for one greedy generation, checked on the argmax token first.
+class BatchServer:
+    """Requests read on a thread of their own while the main thread decodes: greedy ones
+    join the :class:`BatchEngine` (made on the first of them), decoded together up to its
+    slots, waiting ones admitted as slots free up; any other request is answered through
+    the library's path between two steps."""
 
-    Equivalent to llama.cpp's chain "grammar, then greedy": the argmax over the tokens the
-    grammar allows is the overall argmax whenever the grammar allows that token (ties go
-    to the lowest id in both). Only when it is refused is the whole vocabulary masked."""
+    def __init__(
+        self, pool: ContextPool, make_engine: Callable[[], BatchEngine], out: IO[str]
+    ) -> None:
+        self.pool = pool
+        self.make_engine = make_engine
+        self.engine: BatchEngine | None = None
+        self.out = out
+        self.inbox: queue.Queue[str | None] = queue.Queue()
+        self.waiting: deque[Any] = deque()
+        self.ended = False
+        self.alive = True
 
-    def __init__(self, llama_cpp: Any, llm: Any, grammar: Any) -> None:
-        import numpy as np
+    def read(self, lines: Iterator[str]) -> None:
+        """The reading thread: every line into :attr:`inbox`, then ``None`` at the end."""
+        for line in lines:
+            self.inbox.put(line)
+        self.inbox.put(None)
 
-        self._np = np
-        self._lc = llama_cpp
-        self._ctx = llm._ctx.ctx
-        self._n_vocab = n = int(llm._n_vocab)
-        self._sampler = llama_cpp.llama_sampler_init_grammar(
-            llm._model.vocab, grammar._grammar.encode("utf-8"), grammar._root.encode("utf-8")
-        )
-        self._one = (llama_cpp.llama_token_data * 1)()
-        self._all = (llama_cpp.llama_token_data * n)()
-        self._all_view = np.ctypeslib.as_array(self._all)
-        self._ids = np.arange(n, dtype=self._all_view["id"].dtype)
-        self.full_masks = 0
-        self.tokens = 0
+    def _receive(self, line: str) -> None:
+        request: Any = None
+        try:
+            request = json.loads(line)
+            if not batchable(request):
+                self._send(answer(self.pool, request))
+                return
+            if self.engine is None:
+                self.engine = self.make_engine()
+            self.waiting.append(self.engine.prepare(request))
+        except Exception as exc:  # one bad request must not end the process
+            self._send(_error(request.get("id") if isinstance(request, dict) else None, exc))
 
-    def _apply(self, data: Any, size: int) -> None:
-        arr = self._lc.llama_token_data_array(data=data, size=size, selected=-1, sorted=False)
-        self._lc.llama_sampler_apply(self._sampler, ctypes.byref(arr))
+    def _send(self, reply: dict[str, Any]) -> None:
+        self.alive = self.alive and _reply(self.out, reply)
 
-    def sample(self, ridx: int) -> int:
-        np = self._np
-        ptr = self._lc.llama_get_logits_ith(self._ctx, ridx)
-        logits = np.ctypeslib.as_array(ptr, shape=(self._n_vocab,))
-        token = int(logits.argmax())
-        self._one[0].id = token
-        self._one[0].logit = float(logits[token])
-        self._one[0].p = 0.0
-        self._apply(self._one, 1)
-        if self._one[0].logit == float("-inf"):
-            self.full_masks += 1
-            view = self._all_view
-            view["id"] = self._ids
-            view["logit"] = logits
-            view["p"] = 0.0
-            self._apply(self._all, self._n_vocab)
-            token = int(view["id"][int(view["logit"].argmax())])
-        self._lc.llama_sampler_accept(self._sampler, token)
-        self.tokens += 1
-        return token
+    def _take_input(self) -> None:
+        """Take every line read so far; wait for one when there is nothing to decode."""
+        idle = not self.waiting and (self.engine is None or not self.engine.running)
+        while True:
+            try:
+                line = self.inbox.get(block=idle)
+            except queue.Empty:
+                return
+            idle = False
+            if line is None:
+                self.ended = True
+                return
+            self._receive(line)
 
-    def close(self) -> None:
-        if self._sampler is not None:
-            self._lc.llama_sampler_free(self._sampler)
-            self._sampler = None
+    def run(self) -> None:
+        while self.alive:
+            if not self.ended:
+                self._take_input()
+            engine = self.engine
+            while engine is not None and engine.free and self.waiting:
+                job = self.waiting.popleft()
+                try:
+                    reply = engine.admit(job)
+                except Exception as exc:  # noqa: BLE001 - the request's own error answer
+                    self._send(_error(job.id, exc))
+                    continue
+                if reply is not None:
+                    self._send(reply)
+            if engine is not None and engine.running:
+                for reply in engine.step():
+                    self._send(reply)
+            elif self.ended and not self.waiting:
+                break
+        if self.engine is not None:
+            self.engine.close()
+        self.pool.close()
 
 
 _CLASSES: dict[str, Any] = {}
@@ -241,7 +289,9 @@ def fast_grammar_class(llama_cpp: Any) -> Any:
                 and kwargs.get("presence_penalty", 0.0) == 0.0
             )
             if plain and kwargs.get("grammar") is not None:
-                self._greedy_grammar = GreedyGrammar(llama_cpp, self, kwargs["grammar"])
+                self._greedy_grammar = GreedyGrammar(
+                    llama_cpp, self._ctx.ctx, self._model.vocab, int(self._n_vocab), kwargs["grammar"]
+                )
                 kwargs["grammar"] = None
             return super()._init_sampler(*args, **kwargs)
 
@@ -261,22 +311,36 @@ def fast_grammar_class(llama_cpp: Any) -> Any:
 
 
 def main(argv: list[str]) -> int:
-    """``_llama_worker.py MODEL.gguf N_CTX [THREADS]``: serve requests on stdin until it
-    closes."""
+    """``_llama_worker.py MODEL.gguf N_CTX [THREADS [SLOTS]]``: serve requests on stdin
+    until it closes. THREADS 0 (or none) is the default count; SLOTS (default 8) is how many
+    greedy requests are decoded together (1: one at a time, through the library's path)."""
     faulthandler.enable()  # a native crash prints where it happened, on stderr
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     out = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     path, n_ctx = argv[0], int(argv[1])
-    threads = int(argv[2]) if len(argv) > 2 else None
+    threads = (int(argv[2]) or None) if len(argv) > 2 else None
+    slots = int(argv[3]) if len(argv) > 3 else 8
     try:
         import llama_cpp
     except ImportError:
         print("hy-eval: the local provider needs llama-cpp-python", file=sys.stderr)
         return 2
     pool = ContextPool(path, n_ctx, lambda: load_model(llama_cpp, path, n_ctx, threads))
-    serve(pool, iter(sys.stdin.readline, ""), out)
+    lines = iter(sys.stdin.readline, "")
+    if slots <= 1:
+        serve(pool, lines, out)
+        return 0
+
+    def make_engine() -> BatchEngine:
+        # The engine's own context is made from this one's settings; 512 is its batch size.
+        holder = load_model(llama_cpp, path, 512, threads)
+        return BatchEngine(llama_cpp, holder, n_ctx=n_ctx, slots=slots)
+
+    server = BatchServer(pool, make_engine, out)
+    threading.Thread(target=server.read, args=(lines,), daemon=True).start()
+    server.run()
     return 0
 
 
