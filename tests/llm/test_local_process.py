@@ -12,7 +12,15 @@ import pytest
 
 from hy_eval.cli import main
 from hy_eval.harness import RunConfig, RunError, Runner
-from hy_eval.llm import LLMClient, ModelProcessDied, ProviderError, Request, _local, make_provider
+from hy_eval.llm import (
+    ConfigError,
+    LLMClient,
+    ModelProcessDied,
+    ProviderError,
+    Request,
+    _local,
+    make_provider,
+)
 from tests.harness.run.test_run import write_suite
 
 FAKE = Path(__file__).with_name("fake_llama_worker.py")
@@ -64,6 +72,94 @@ def test_a_bad_request_costs_the_call_not_the_process(fake_worker, tmp_path):
     assert process.pid == pid
 
 
+def worker_args(process):
+    """The model process's arguments after the model file: context, threads, slots."""
+    return process._child.proc.args[3:]
+
+
+def ask(text):
+    return Request.of([{"role": "user", "content": text}], max_tokens=50)
+
+
+async def in_flight(provider, texts, *, timeout=30.0):
+    """``texts`` sent at once, each by its own call; the answers or errors, in order."""
+    calls = [provider.complete(ask(t), 0) for t in texts]
+    return await asyncio.wait_for(asyncio.gather(*calls, return_exceptions=True), timeout)
+
+
+def test_calls_in_flight_get_their_own_answers_in_any_order(fake_worker, tmp_path):
+    # The worker holds four requests, then answers them last first, each after a reply
+    # nobody asked for: four calls at once, each routed by its id. One at a time, the
+    # first call would wait forever (the timeout).
+    provider = make_provider("local", str(plan(tmp_path, reverse=4, echo=True, stray=True)))
+    texts = [f"question {i}" for i in range(4)]
+    answers = asyncio.run(in_flight(provider, texts))
+    said = [json.loads(a.text) for a in answers]
+    assert [s["said"] for s in said] == texts
+    assert sorted(s["served"] for s in said) == [1, 2, 3, 4]
+    assert not provider._process().busy and provider._process().answered
+
+
+def test_a_crash_fails_every_call_in_flight_and_the_next_call_starts_anew(fake_worker, tmp_path):
+    provider = make_provider("local", str(plan(tmp_path, reverse=3, crash_at=3, echo=True)))
+    errors = asyncio.run(in_flight(provider, ["a", "b", "c"]))
+    assert [type(e) for e in errors] == [ModelProcessDied] * 3
+    assert {e.returncode for e in errors} == {-11}
+    process = provider._process()
+    assert process.pid is None and not process.busy
+    # A new process (its first request), which answers: the marker stops a second crash.
+    answer = asyncio.run(in_flight(provider, ["d", "e", "f"]))
+    assert [json.loads(a.text)["served"] for a in answer] == [1, 2, 3]
+
+
+def test_an_unroutable_reply_fails_every_call_in_flight(fake_worker, tmp_path):
+    provider = make_provider("local", str(plan(tmp_path, reverse=3, garbage_at=3)))
+    errors = asyncio.run(in_flight(provider, ["a", "b", "c"]))
+    assert [type(e) for e in errors] == [ProviderError] * 3
+    assert {e.kind for e in errors} == {"bad_answer"}
+    assert "unreadable reply b'not a reply" in str(errors[0])
+    assert provider._process().pid is None  # killed; the next call starts a new one
+
+
+def test_abort_ends_every_call_in_flight_at_once(fake_worker, tmp_path):
+    marker = tmp_path / "slow"
+    model = plan(tmp_path, slow_from=1, slow_s=60, slow_marker=str(marker))
+    provider = make_provider("local", str(model))
+
+    async def abort_when_busy():
+        calls = asyncio.ensure_future(in_flight(provider, ["a", "b", "c"]))
+        while not marker.exists():
+            await asyncio.sleep(0.02)
+        assert provider._process().busy
+        provider.abort()
+        return await asyncio.wait_for(calls, 10)
+
+    errors = asyncio.run(abort_when_busy())
+    assert [type(e) for e in errors] == [ModelProcessDied] * 3
+    assert {e.returncode for e in errors} == {-9}
+    assert not provider._process().busy
+
+
+def test_slots_reach_the_worker_and_stay_out_of_the_cache_key(fake_worker, tmp_path):
+    model = str(plan(tmp_path, echo=True))
+    default = make_provider("local", model)
+    three = make_provider("local", model, options={"slots": 3, "threads": 2})
+    assert (default.default_concurrency, three.default_concurrency) == (8, 3)
+    assert json.loads(call(default).text)["argv"] == ["8192", "0", "8"]
+    assert json.loads(call(three).text)["argv"] == ["8192", "2", "3"]
+    assert three.key_options == default.key_options
+    with pytest.raises(ConfigError, match=r"slots must be at least 1 \(got 0\)"):
+        make_provider("local", model, options={"slots": 0})
+
+
+def test_the_cli_concurrency_is_the_workers_slots(fake_worker, tmp_path):
+    write_suite(tmp_path / "suite", 2)
+    model = plan(tmp_path)
+    args = ["--suite", str(tmp_path / "suite"), "--model", str(model), "--cache-mode", "off"]
+    assert main([*args, "--out", str(tmp_path / "run"), "--quiet", "--concurrency", "2"]) == 0
+    assert worker_args(_local.model_process(model, 8192, None, 2)) == ["8192", "0", "2"]
+
+
 def local_config(tmp_path, model, **kw):
     return RunConfig(
         suite=str(tmp_path / "suite"),
@@ -83,11 +179,11 @@ def records(run_dir):
 
 def test_a_crash_mid_run_keeps_the_finished_cases_and_resume_completes(fake_worker, tmp_path):
     write_suite(tmp_path / "suite", 6)
-    # Two requests per case (extract, reconcile: each case has a memory): request 7 is
-    # case 4's extraction, after three finished cases.
+    # One case at a time, two requests per case (extract, reconcile: each case has a
+    # memory): request 7 is case 4's extraction, after three finished cases.
     model = plan(tmp_path, crash_at=7)
     with pytest.raises(RunError) as info:
-        Runner(local_config(tmp_path, model)).run()
+        Runner(local_config(tmp_path, model, concurrency=1)).run()
     run_dir = tmp_path / "run"
     assert info.value.exit_code == 3
     assert str(info.value) == (
@@ -107,7 +203,8 @@ def test_the_cli_says_it_in_one_line_with_exit_3(fake_worker, tmp_path, capsys):
     model = plan(tmp_path, crash_at=3)
     out = tmp_path / "run"
     args = ["--suite", str(tmp_path / "suite"), "--model", str(model), "--cache-mode", "off"]
-    assert main([*args, "--out", str(out)]) == 3
+    # One case at a time, so that the crash is on the second case's first request.
+    assert main([*args, "--out", str(out), "--concurrency", "1"]) == 3
     err = capsys.readouterr().err.strip().splitlines()
     assert re.fullmatch(
         r"hy-eval: error: local model process died \(signal 11, SIGSEGV\) on case t-01; "
@@ -153,7 +250,7 @@ def test_threads_reach_the_model_process_and_stay_out_of_the_cache_key(fake_work
     args = ["--suite", str(tmp_path / "suite"), "--model", str(model), "--cache-mode", "off"]
     assert main([*args, "--out", str(tmp_path / "run"), "--quiet", "--threads", "3"]) == 0
     process = _local.model_process(model, 8192, 3)
-    assert process.pid is not None and process._proc.args[-1] == "3"
+    assert process.pid is not None and worker_args(process) == ["8192", "3", "8"]
     threaded = make_provider("local", str(model), options={"threads": 3})
     assert threaded.key_options == make_provider("local", str(model)).key_options
 
