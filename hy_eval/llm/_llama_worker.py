@@ -57,6 +57,9 @@ def load_model(llama_cpp: Any, path: str, n_ctx: int, threads: int | None = None
         model_path=path,
         n_ctx=n_ctx,
         n_threads=threads or max(1, min(4, os.cpu_count() or 1)),
+        # Prompts too: the library's default is every core, which several model processes
+        # of one thread each would oversubscribe (llama.cpp's threads spin while waiting).
+        n_threads_batch=threads or max(1, min(4, os.cpu_count() or 1)),
         verbose=False,
     )
 

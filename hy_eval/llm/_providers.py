@@ -58,7 +58,7 @@ def build_client(
     """A provider wrapped in an ``LLMClient`` with its cache. Raises ``ConfigError``.
 
     ``concurrency`` is the calls at once (``None``: the provider's default); for the local
-    provider it is also its worker's slots, the requests the model decodes together.
+    provider it is its model processes times the requests each decodes together.
     An openai provider in ``auto`` mode (the default with a base URL) is settled here:
     the mode remembered beside the cache, else one probe of the server."""
     from hy_eval.llm._cache import CACHE_MODES, AnswerCache
@@ -69,8 +69,12 @@ def build_client(
     if cache_mode != "off" and cache_path is None:
         raise ConfigError("a cache file is needed unless the cache mode is off")
     if provider == "local" and concurrency is not None:
-        # The local worker decodes this many requests together: as many as are sent.
-        options = {**(options or {}), "slots": concurrency}
+        # As many calls at once as the local model's processes and their batches hold.
+        from hy_eval.llm._local import split_concurrency
+
+        threads = (options or {}).get("threads")
+        processes, slots = split_concurrency(concurrency, threads)
+        options = {**(options or {}), "processes": processes, "slots": slots}
     p = make_provider(provider, model, base_url=base_url, api_key=api_key, options=options)
     settle = getattr(p, "settle", None)
     if settle is not None:

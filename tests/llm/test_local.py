@@ -11,7 +11,7 @@ import pytest
 
 from hy_eval.harness import RunConfig, RunError, Runner
 from hy_eval.llm import LLMClient, Request, make_provider
-from hy_eval.llm._local import embedded_model_path, model_process
+from hy_eval.llm._local import embedded_model_path
 from tests.harness.run.test_run import write_suite
 
 pytestmark = pytest.mark.slow
@@ -135,9 +135,9 @@ def test_the_real_model_process_killed_mid_run_then_resumed(tmp_path):
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline:
             if records.exists() and records.read_text(encoding="utf-8").count("\n") >= 1:
-                pid = model_process(provider.path, provider.n_ctx).pid
-                if pid is not None:
-                    os.kill(pid, signal.SIGSEGV)
+                pids = provider.pids()
+                if pids:
+                    os.kill(pids[0], signal.SIGSEGV)
                 return
             time.sleep(0.05)
 

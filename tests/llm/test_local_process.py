@@ -62,7 +62,7 @@ def test_an_exit_is_told_apart_from_a_signal(fake_worker, tmp_path):
 
 def test_a_bad_request_costs_the_call_not_the_process(fake_worker, tmp_path):
     provider = make_provider("local", str(plan(tmp_path)))
-    process = _local.model_process(provider.path, provider.n_ctx)
+    process = provider._all()[0]  # the first of idle processes takes each call
     call(provider)
     pid = process.pid
     with pytest.raises(ProviderError) as info:
@@ -70,6 +70,10 @@ def test_a_bad_request_costs_the_call_not_the_process(fake_worker, tmp_path):
     assert info.value.kind == "bad_request" and "too long" in str(info.value)
     call(provider)
     assert process.pid == pid
+
+
+#: One process decoding several requests together: calls in flight on one pipe.
+BATCHED = {"processes": 1, "slots": 4}
 
 
 def worker_args(process):
@@ -91,7 +95,7 @@ def test_calls_in_flight_get_their_own_answers_in_any_order(fake_worker, tmp_pat
     # The worker holds four requests, then answers them last first, each after a reply
     # nobody asked for: four calls at once, each routed by its id. One at a time, the
     # first call would wait forever (the timeout).
-    provider = make_provider("local", str(plan(tmp_path, reverse=4, echo=True, stray=True)))
+    provider = make_provider("local", str(plan(tmp_path, reverse=4, echo=True, stray=True)), options=BATCHED)
     texts = [f"question {i}" for i in range(4)]
     answers = asyncio.run(in_flight(provider, texts))
     said = [json.loads(a.text) for a in answers]
@@ -101,7 +105,7 @@ def test_calls_in_flight_get_their_own_answers_in_any_order(fake_worker, tmp_pat
 
 
 def test_a_crash_fails_every_call_in_flight_and_the_next_call_starts_anew(fake_worker, tmp_path):
-    provider = make_provider("local", str(plan(tmp_path, reverse=3, crash_at=3, echo=True)))
+    provider = make_provider("local", str(plan(tmp_path, reverse=3, crash_at=3, echo=True)), options=BATCHED)
     errors = asyncio.run(in_flight(provider, ["a", "b", "c"]))
     assert [type(e) for e in errors] == [ModelProcessDied] * 3
     assert {e.returncode for e in errors} == {-11}
@@ -113,7 +117,7 @@ def test_a_crash_fails_every_call_in_flight_and_the_next_call_starts_anew(fake_w
 
 
 def test_an_unroutable_reply_fails_every_call_in_flight(fake_worker, tmp_path):
-    provider = make_provider("local", str(plan(tmp_path, reverse=3, garbage_at=3)))
+    provider = make_provider("local", str(plan(tmp_path, reverse=3, garbage_at=3)), options=BATCHED)
     errors = asyncio.run(in_flight(provider, ["a", "b", "c"]))
     assert [type(e) for e in errors] == [ProviderError] * 3
     assert {e.kind for e in errors} == {"bad_answer"}
@@ -124,7 +128,7 @@ def test_an_unroutable_reply_fails_every_call_in_flight(fake_worker, tmp_path):
 def test_abort_ends_every_call_in_flight_at_once(fake_worker, tmp_path):
     marker = tmp_path / "slow"
     model = plan(tmp_path, slow_from=1, slow_s=60, slow_marker=str(marker))
-    provider = make_provider("local", str(model))
+    provider = make_provider("local", str(model), options=BATCHED)
 
     async def abort_when_busy():
         calls = asyncio.ensure_future(in_flight(provider, ["a", "b", "c"]))
@@ -140,24 +144,36 @@ def test_abort_ends_every_call_in_flight_at_once(fake_worker, tmp_path):
     assert not provider._process().busy
 
 
-def test_slots_reach_the_worker_and_stay_out_of_the_cache_key(fake_worker, tmp_path):
+def test_processes_and_slots_reach_the_workers_and_stay_out_of_the_cache_key(
+    fake_worker, tmp_path, monkeypatch
+):
+    monkeypatch.setattr(_local.os, "cpu_count", lambda: 2)
     model = str(plan(tmp_path, echo=True))
     default = make_provider("local", model)
     three = make_provider("local", model, options={"slots": 3, "threads": 2})
-    assert (default.default_concurrency, three.default_concurrency) == (8, 3)
-    assert json.loads(call(default).text)["argv"] == ["8192", "0", "8"]
+    # Two cores: two processes of one thread, one request at a time each; two threads
+    # given: one process.
+    assert (default.processes, default.threads, default.default_concurrency) == (2, 1, 2)
+    assert (three.processes, three.default_concurrency) == (1, 3)
+    assert json.loads(call(default).text)["argv"] == ["8192", "1", "1"]
     assert json.loads(call(three).text)["argv"] == ["8192", "2", "3"]
     assert three.key_options == default.key_options
     with pytest.raises(ConfigError, match=r"slots must be at least 1 \(got 0\)"):
         make_provider("local", model, options={"slots": 0})
 
 
-def test_the_cli_concurrency_is_the_workers_slots(fake_worker, tmp_path):
-    write_suite(tmp_path / "suite", 2)
+def test_the_cli_concurrency_is_processes_times_slots(fake_worker, tmp_path, monkeypatch):
+    monkeypatch.setattr(_local.os, "cpu_count", lambda: 2)
+    assert _local.split_concurrency(1) == (1, 1)
+    assert _local.split_concurrency(2) == (2, 1)
+    assert _local.split_concurrency(5) == (2, 3)
+    assert _local.split_concurrency(4, threads=2) == (1, 4)
+    write_suite(tmp_path / "suite", 4)
     model = plan(tmp_path)
     args = ["--suite", str(tmp_path / "suite"), "--model", str(model), "--cache-mode", "off"]
-    assert main([*args, "--out", str(tmp_path / "run"), "--quiet", "--concurrency", "2"]) == 0
-    assert worker_args(_local.model_process(model, 8192, None, 2)) == ["8192", "0", "2"]
+    assert main([*args, "--out", str(tmp_path / "run"), "--quiet", "--concurrency", "4"]) == 0
+    assert worker_args(_local.model_process(model, 8192, 1, 2, 0)) == ["8192", "1", "2"]
+    assert worker_args(_local.model_process(model, 8192, 1, 2, 1)) == ["8192", "1", "2"]
 
 
 def local_config(tmp_path, model, **kw):
@@ -249,8 +265,8 @@ def test_threads_reach_the_model_process_and_stay_out_of_the_cache_key(fake_work
     model = plan(tmp_path)
     args = ["--suite", str(tmp_path / "suite"), "--model", str(model), "--cache-mode", "off"]
     assert main([*args, "--out", str(tmp_path / "run"), "--quiet", "--threads", "3"]) == 0
-    process = _local.model_process(model, 8192, 3)
-    assert process.pid is not None and worker_args(process) == ["8192", "3", "8"]
+    process = _local.model_process(model, 8192, 3, 1)
+    assert process.pid is not None and worker_args(process) == ["8192", "3", "1"]
     threaded = make_provider("local", str(model), options={"threads": 3})
     assert threaded.key_options == make_provider("local", str(model)).key_options
 

@@ -146,7 +146,9 @@ def local_run(tmp_path, slow_from, slow_s=30):
         json.dumps({"slow_from": slow_from, "slow_s": slow_s, "slow_marker": str(marker)})
     )
     run_dir, cache = tmp_path / "run", tmp_path / "c.sqlite"
+    # One case at a time: the tests count the worker's requests in order.
     args = ["--suite", str(tmp_path / "toy"), "--model", str(plan), "--cache", str(cache)]
+    args += ["--concurrency", "1"]
     code = (
         "import sys; from pathlib import Path; from hy_eval.llm import _local; "
         f"_local.WORKER_SCRIPT = Path({str(FAKE_WORKER)!r}); from hy_eval.cli import main; "

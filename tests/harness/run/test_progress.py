@@ -94,7 +94,8 @@ def test_a_run_on_a_terminal_shows_the_model_loading_and_the_case_ticking(tmp_pa
     plan = tmp_path / "plan.gguf"
     plan.write_text('{"slow_from": 1, "slow_s": 2.5, "slow_until": 1}')
     args = ["--suite", str(tmp_path / "toy"), "--model", str(plan), "--cache-mode", "off"]
-    args += ["--out", str(tmp_path / "run")]
+    # One case at a time: the line shows the first case alone while the model loads.
+    args += ["--out", str(tmp_path / "run"), "--concurrency", "1"]
     code = (
         "import sys; from pathlib import Path; from hy_eval.llm import _local; "
         f"_local.WORKER_SCRIPT = Path({str(fake)!r}); from hy_eval.cli import main; "
