@@ -8,7 +8,8 @@ of the ``multi_speaker`` suite, English and Chinese), sent as the pipeline sends
 (the schema's properties in the pipeline's order; the cassette stores sorted keys).
 Each configuration gets new model processes, each warmed (not timed) with one short call
 per distinct system prompt among the requests, so that its prefixes are evaluated as in a
-long run; then all N requests at once (the harness keeps ``processes x slots`` calls in flight). Printed
+long run; then all N requests at once (the harness keeps ``processes x slots`` calls in
+flight). Printed
 per configuration: wall time, generated tokens per second, the ratio to one at a time,
 and how many answers equal the one-at-a-time answers (and the cassette's).
 
@@ -55,7 +56,8 @@ def cassette_requests(n: int) -> tuple[list[Request], list[str]]:
             row = json.loads(line)
             asked = row["request"]
             schema = asked["json_schema"]
-            template = RECONCILE_SCHEMA if "operations" in schema["properties"] else EXTRACTION_SCHEMA
+            reconcile = "operations" in schema["properties"]
+            template = RECONCILE_SCHEMA if reconcile else EXTRACTION_SCHEMA
             requests.append(
                 Request.of(
                     asked["messages"],

@@ -174,9 +174,7 @@ class BatchEngine:
         key = json.dumps(schema)
         if key not in self._grammars:
             # As the library builds it for response_format {"type": "json_object", schema}.
-            self._grammars[key] = llama_grammar.LlamaGrammar.from_json_schema(
-                key, verbose=False
-            )
+            self._grammars[key] = llama_grammar.LlamaGrammar.from_json_schema(key, verbose=False)
         return self._grammars[key]
 
     # -- admission ------------------------------------------------------------------------

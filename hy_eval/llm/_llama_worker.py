@@ -13,9 +13,9 @@ Protocol: one JSON object per line on stdin, ``{"id", "messages", "temperature",
 "error": "bad_request", "message"}``, answers in the order they finish (the id says
 which). Greedy requests are decoded together, up to SLOTS at a time, by
 :class:`~_llama_engine.BatchEngine` while further lines are read; others take the
-library's path one at a time. File descriptor 1 is pointed at stderr first, so that anything the native
-library prints cannot corrupt the answers. SIGINT is ignored: the harness decides when a
-run stops; end of input ends this process.
+library's path one at a time. File descriptor 1 is pointed at stderr first, so that
+anything the native library prints cannot corrupt the answers. SIGINT is ignored: the
+harness decides when a run stops; end of input ends this process.
 
 Models are loaded without llama.cpp's extra buffer types (``use_extra_bufts = False``):
 with them the CPU backend repacks weights for its AMX (or other repacked) kernels, and the
@@ -217,7 +217,7 @@ class BatchServer:
                 job = self.waiting.popleft()
                 try:
                     reply = engine.admit(job)
-                except Exception as exc:  # noqa: BLE001 - the request's own error answer
+                except Exception as exc:  # the request's own error answer
                     self._send(_error(job.id, exc))
                     continue
                 if reply is not None:
@@ -292,8 +292,10 @@ def fast_grammar_class(llama_cpp: Any) -> Any:
                 and kwargs.get("presence_penalty", 0.0) == 0.0
             )
             if plain and kwargs.get("grammar") is not None:
+                vocab, n_vocab = self._model.vocab, int(self._n_vocab)
+                grammar = kwargs["grammar"]
                 self._greedy_grammar = GreedyGrammar(
-                    llama_cpp, self._ctx.ctx, self._model.vocab, int(self._n_vocab), kwargs["grammar"]
+                    llama_cpp, self._ctx.ctx, vocab, n_vocab, grammar
                 )
                 kwargs["grammar"] = None
             return super()._init_sampler(*args, **kwargs)

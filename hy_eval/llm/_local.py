@@ -67,6 +67,7 @@ def split_concurrency(concurrency: int, threads: int | None = None) -> tuple[int
     processes = min(default_processes(threads), concurrency)
     return processes, -(-concurrency // processes)
 
+
 _processes: dict[str, _ModelProcess] = {}
 _processes_lock = threading.Lock()
 

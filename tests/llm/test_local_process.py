@@ -95,7 +95,9 @@ def test_calls_in_flight_get_their_own_answers_in_any_order(fake_worker, tmp_pat
     # The worker holds four requests, then answers them last first, each after a reply
     # nobody asked for: four calls at once, each routed by its id. One at a time, the
     # first call would wait forever (the timeout).
-    provider = make_provider("local", str(plan(tmp_path, reverse=4, echo=True, stray=True)), options=BATCHED)
+    provider = make_provider(
+        "local", str(plan(tmp_path, reverse=4, echo=True, stray=True)), options=BATCHED
+    )
     texts = [f"question {i}" for i in range(4)]
     answers = asyncio.run(in_flight(provider, texts))
     said = [json.loads(a.text) for a in answers]
@@ -105,7 +107,9 @@ def test_calls_in_flight_get_their_own_answers_in_any_order(fake_worker, tmp_pat
 
 
 def test_a_crash_fails_every_call_in_flight_and_the_next_call_starts_anew(fake_worker, tmp_path):
-    provider = make_provider("local", str(plan(tmp_path, reverse=3, crash_at=3, echo=True)), options=BATCHED)
+    provider = make_provider(
+        "local", str(plan(tmp_path, reverse=3, crash_at=3, echo=True)), options=BATCHED
+    )
     errors = asyncio.run(in_flight(provider, ["a", "b", "c"]))
     assert [type(e) for e in errors] == [ModelProcessDied] * 3
     assert {e.returncode for e in errors} == {-11}
