@@ -51,8 +51,8 @@ def add_model_flags(p: argparse.ArgumentParser, *, cache_mode: bool = True) -> N
         "--threads",
         type=int,
         metavar="N",
-        help="local provider: llama.cpp threads (default: the cores, at most 4); not part "
-        "of the cache key",
+        help="local provider: llama.cpp threads of each model process (default: the cores, "
+        "at most 4, shared out among the processes); not part of the cache key",
     )
     g.add_argument(
         "--context",
@@ -72,7 +72,9 @@ def add_model_flags(p: argparse.ArgumentParser, *, cache_mode: bool = True) -> N
     g.add_argument(
         "--concurrency",
         type=int,
-        help="model calls at once; for a run, cases at once (default: provider's)",
+        help="model calls at once; for a run, cases at once (default: provider's: 8 for "
+        "servers; for the local model one process per core of one thread each, and above "
+        "that, requests decoded together in a batch)",
     )
     g.add_argument(
         "--temperature", type=float, default=0.0, help="sampling temperature (default 0)"
