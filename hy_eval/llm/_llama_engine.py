@@ -8,7 +8,13 @@ every running request in one ``llama_batch`` (a sequence id each), so the weight
 once per step for all of them. With a stream per sequence, a sequence's attention covers
 only its own cells, and its numbers do not depend on what it is batched with: on this
 CPU build the batched tokens equal those of one-at-a-time decoding
-(``benchmarks/bench_batched.py``; ``tests/llm/test_llama_engine.py``).
+(``benchmarks/bench_decoding.py``; ``tests/llm/test_llama_engine.py``).
+
+On 2 AVX2 cores batching did not pay: a step there is bound by arithmetic (the Q4_1 dot
+products, each sequence's attention over its own cache), not by reading the weights, so a
+batched step costs about the sum of its sequences' (``benchmarks/README.md``). The local
+provider therefore batches only when ``--concurrency`` asks for more requests than it
+has model processes.
 
 Prefix sharing: a request's system message (its stage's instructions and examples) is
 evaluated once into a prefix sequence; each later request with the same leading tokens
