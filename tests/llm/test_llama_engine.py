@@ -13,27 +13,9 @@ import sys
 import pytest
 
 from hy_eval.llm._local import WORKER_SCRIPT, embedded_model_path
+from tests.llm.test_local import SCHEMA
 
 pytestmark = pytest.mark.slow
-
-SCHEMA = {
-    "type": "object",
-    "properties": {
-        "facts": {
-            "type": "array",
-            "maxItems": 3,
-            "items": {
-                "type": "object",
-                "properties": {
-                    "text": {"type": "string", "maxLength": 80},
-                    "owner": {"type": "string", "enum": ["user", "agent"]},
-                },
-                "required": ["text", "owner"],
-            },
-        }
-    },
-    "required": ["facts"],
-}
 
 # Long enough to be shared (MIN_SHARED tokens): the stage's fixed instructions.
 SYSTEM = "List facts about the speakers as JSON. " + " ".join(
