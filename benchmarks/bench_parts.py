@@ -109,25 +109,35 @@ def strict_thresholds() -> None:
     the threshold is chosen here)."""
     from hy_eval.harness.analysis import read_pairs, scores
     from hy_eval.harness.scoring import decide
+    from hy_eval.harness.scoring._strict import AGREEMENT_THRESHOLD, CROSS_THRESHOLD
 
     pairs = [
         p
         for p in read_pairs(ROOT / "datasets" / "matcher_pairs" / "bench.jsonl")
         if p.split == "dev"
     ]
-    print(f"{len(pairs)} dev pairs; threshold, then P / R / F1 per language")
-    for th in (0.0, 0.1, 0.15, 0.2, 0.25, 0.3, 0.34, 0.4, 0.5, 0.6):
+
+    def row(th: float, cross: float) -> str:
         cells = []
         for lang in ("en", "zh"):
             part = [p for p in pairs if p.lang == lang]
             got = [
-                decide(p.gold, p.keywords or [], p.predicted, p.names, th).accepted for p in part
+                decide(p.gold, p.keywords or [], p.predicted, p.names, th, cross).accepted
+                for p in part
             ]
             r = scores(part, got)
             prec, rec = r["precision"]["value"], r["recall"]["value"]
             f1 = 2 * prec * rec / (prec + rec) if prec + rec else 0.0
             cells.append(f"{lang} P {prec:.3f} R {rec:.3f} F1 {f1:.3f}")
-        print(f"{th:9.2f}  " + "   ".join(cells))
+        return "   ".join(cells)
+
+    grid = (0.0, 0.1, 0.15, 0.2, 0.25, 0.3, 0.34, 0.4, 0.5, 0.6)
+    print(f"{len(pairs)} dev pairs; content-agreement threshold, then P / R / F1 per language")
+    for th in grid:
+        print(f"{th:9.2f}  " + row(th, CROSS_THRESHOLD))
+    print(f"other-language threshold (content agreement at {AGREEMENT_THRESHOLD})")
+    for cross in grid:
+        print(f"{cross:9.2f}  " + row(AGREEMENT_THRESHOLD, cross))
 
 
 def matcher_cost(run_dir: Path) -> None:
@@ -141,12 +151,18 @@ def matcher_cost(run_dir: Path) -> None:
     cases = {c.id: c for c in load_suite("multi_speaker").cases}
     work = [(cases[r.id], [f["text"] for f in r.facts]) for r in records if r.id in cases]
     print(f"{len(work)} cases with predictions")
+    from hy_eval.harness.scoring._bilingual import dictionary_forms
     from hy_eval.harness.scoring._values import _pos_tokenizer
     from hy_eval.harness.text import jieba_tokenizer
 
     t = time.perf_counter()
     jieba_tokenizer(), _pos_tokenizer()
     print(f"jieba's dictionary, once per process: {time.perf_counter() - t:.2f} s")
+    t = time.perf_counter()
+    dictionary_forms("tea")
+    print(
+        f"CC-CEDICT, once per process (other-language pairs only): {time.perf_counter() - t:.2f} s"
+    )
     for name in ("keyword", "strict"):
 
         def run_all(name: str = name) -> None:
