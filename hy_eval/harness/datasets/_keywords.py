@@ -62,7 +62,7 @@ _EN_RUN = re.compile(
 _ZH_DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4}
 _ZH_DIGITS |= {"五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
 _ZH_UNITS = {"十": 10, "百": 100, "千": 1000}
-_ZH_RUN = re.compile("[零〇一二两三四五六七八九十百千万]+")
+_ZH_RUN = re.compile("[零〇一二两三四五六七八九十百千万亿]+")
 
 _SPACE_DIGIT_LETTER = re.compile(r"(?<=\d) (?=[^\W\d_])|(?<=[^\W\d_]) (?=\d)")
 _THOUSANDS_COMMA = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
@@ -143,8 +143,13 @@ def _chinese_section(run: str) -> int:
 
 
 def chinese_number(run: str) -> int:
-    """The value of a run of Chinese numeral characters (0 to 99,999,999). A run without
-    十/百/千/万 of two or more digits is read digit by digit (二〇二四 = 2024)."""
+    """The value of a run of Chinese numeral characters (一亿五千万 = 150,000,000). A run
+    without 十/百/千/万/亿 of two or more digits is read digit by digit (二〇二四 = 2024)."""
+    if "亿" in run:
+        high, _, low = run.partition("亿")
+        return (chinese_number(high) if high else 1) * 100_000_000 + (
+            chinese_number(low) if low else 0
+        )
     if len(run) > 1 and not any(ch in "十百千万" for ch in run):
         return int("".join(str(_ZH_DIGITS[ch]) for ch in run))
     high, _, low = run.rpartition("万")

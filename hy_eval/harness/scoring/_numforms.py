@@ -8,6 +8,9 @@ already), and the other values each number may stand for.
 - A range: 三到六个月, 3至6, "3 to 6" and 3~6 are the range 3-6, as "3-6" is.
 - Durations in hours and minutes: 1.5 hours is also 90 minutes, 90 minutes also 1.5 hours.
 - A clock hour without am or pm: 十点 (10 o'clock) may be 10 or 22; 22点 is only 22.
+- Magnitudes and units in one spelling: 1.2 million and £1.2m are 1200000, 1.5亿 is
+  150000000; kilometres, kilometers, 公里 and 千米 are km, kilograms, kilos, 公斤 and 千克
+  are kg; twice is 2 times, a decade 10 years, a fortnight 2 weeks, a dozen 12.
 
 Each is a reading a person makes without thinking; none makes two different quantities
 equal.
@@ -20,11 +23,32 @@ import re
 _HALF_AFTER = re.compile(r"(\d+)个?半(?=个?(?:小时|钟头|月|天|年|周|星期))")
 _HALF_ALONE = re.compile(r"(?<![\d.])半个?(?=小时|钟头|月|天|年)")
 _HOUR_AND_A_HALF = re.compile(r"\b(?:an|1) hour and a half\b")
-_THOUSANDS_K = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)k\b")
+_THOUSANDS_K = re.compile(r"(?<![\d.])(\d+(?:\.\d+)?)k\b")
 _RANGE = re.compile(r"(?<![\d.])(\d+)\s*(?:到|至|~|～|–|—|\bto\b)\s*(\d+)(?![\d.])")
 _HOURS = re.compile(r"(\d+(?:\.\d+)?)\s*(?:小时|个小时|钟头|hours?|hrs?)")
 _MINUTES = re.compile(r"(\d+)\s*(?:分钟|minutes?|mins?)")
 _CLOCK_HOUR = re.compile(r"(?<![\d.:])(\d{1,2})\s*(?:点|o'clock|o’clock)")
+
+
+_MILLIONS = re.compile(
+    r"(?<![\w.])(\d+(?:\.\d+)?)\s*(million|mn|billion|bn|亿)(?![a-z])|"
+    r"(?<=[£$€¥])(\d+(?:\.\d+)?)(m|b)\b"
+)
+_THOUSANDS_COMMA = re.compile(r"(\d),(?=\d{3}(?!\d))")
+_SCALE = {"million": 1e6, "mn": 1e6, "m": 1e6, "billion": 1e9, "bn": 1e9, "b": 1e9, "亿": 1e8}
+#: One spelling per unit, longest first so 千米 is not read as 千 + 米.
+_UNIT_SPELLINGS = [
+    (re.compile(r"(?<=\d)\s*(?:kilomet(?:re|er)s?|公里|千米)"), "km"),
+    (re.compile(r"(?<=\d)\s*(?:kilograms?|kilos?|公斤|千克)"), "kg"),
+]
+_WORDS = [
+    (re.compile(r"\btwice\b"), "2 times"),
+    (re.compile(r"\bthrice\b"), "3 times"),
+    (re.compile(r"\ba decade\b"), "10 years"),
+    (re.compile(r"(?<![\d.])(\d+)\s*decades\b"), None),
+    (re.compile(r"\ba fortnight\b"), "2 weeks"),
+    (re.compile(r"\ba dozen\b"), "12"),
+]
 
 
 def _number(value: float) -> str:
@@ -32,12 +56,28 @@ def _number(value: float) -> str:
 
 
 def read_forms(text: str) -> str:
-    """``text`` (canonical) with halves, ``k`` thousands and ranges written as digits."""
+    """``text`` (canonical) with halves, ranges and ``quantities`` written as digits."""
     t = _HALF_AFTER.sub(lambda m: f"{m.group(1)}.5", text)
     t = _HALF_ALONE.sub("0.5", t)
     t = _HOUR_AND_A_HALF.sub("1.5 hours", t)
+    return _RANGE.sub(r"\1-\2", quantities(t))
+
+
+def quantities(text: str) -> str:
+    """``text`` (canonical) with thousands (10,000, 10k), magnitudes as digits and units
+    in one spelling (the module docstring's last reading)."""
+
+    def scale(m: re.Match[str]) -> str:
+        value, word = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
+        return _number(round(float(value) * _SCALE[word], 6))
+
+    t = _MILLIONS.sub(scale, _THOUSANDS_COMMA.sub(r"\1", text))
     t = _THOUSANDS_K.sub(lambda m: _number(float(m.group(1)) * 1000), t)
-    return _RANGE.sub(r"\1-\2", t)
+    for pattern, spelling in _UNIT_SPELLINGS:
+        t = pattern.sub(spelling, t)
+    for pattern, words in _WORDS:
+        t = pattern.sub(words or (lambda m: f"{int(m.group(1)) * 10} years"), t)
+    return t
 
 
 def other_values(text: str) -> frozenset[str]:

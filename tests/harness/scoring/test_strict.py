@@ -324,10 +324,47 @@ def test_the_lexicon_serves_other_language_pairs_only():
         ("留出三到六个月的周转资金", "留出3-6个月的周转金"),
         ("He trains 3 to 6 hours a week.", "He trains 3-6 hours a week."),
         ("用户每周游泳半小时。", "用户每周游30分钟。"),
+        ("The flat costs £1.2 million.", "The flat costs £1,200,000."),
+        ("The flat costs £1.2m.", "The flat costs 1200000 pounds."),
+        ("公司估值1.5亿。", "公司估值一亿五千万。"),
+        ("He has lived there for a decade.", "He has lived there for 10 years."),
+        ("She swims twice a week.", "She swims 2 times a week."),
     ],
 )
 def test_the_same_quantity_in_another_form_is_no_number_conflict(gold, predicted):
     assert number_conflict(gold, predicted) is None
+
+
+@pytest.mark.parametrize(
+    "gold, keywords, predicted",
+    [
+        ("The user saves 10,000 a year.", ["10,000"], "The user saves 10k a year."),
+        ("The user saves 10,000 a year.", ["10,000"], "The user saves ten thousand a year."),
+        (
+            "The user runs 5 km every morning.",
+            ["5 km"],
+            "The user runs five kilometres every morning.",
+        ),
+        ("用户跑了十公里。", ["十公里"], "用户跑了10km。"),
+        ("用户跑了3千米。", ["3千米"], "用户跑了三公里。"),
+        ("The flat costs £1.2 million.", ["flat"], "The flat costs £1,200,000."),
+    ],
+)
+def test_a_quantity_keyword_is_found_in_another_spelling(gold, keywords, predicted):
+    verdict = decide(gold, keywords, predicted)
+    assert verdict.accepted, verdict
+
+
+@pytest.mark.parametrize(
+    "gold, predicted",
+    [
+        ("The flat costs £1.2m.", "The flat costs £1.2k."),  # a million is no thousand
+        ("The tree is 5m tall.", "The tree is 5000000 tall."),  # m without £ is metres
+        ("用户跑了十公里。", "用户跑了10公斤。"),  # the unit differs
+    ],
+)
+def test_other_magnitudes_and_units_stay_apart(gold, predicted):
+    assert number_conflict(gold, predicted) is not None
 
 
 @pytest.mark.parametrize(
