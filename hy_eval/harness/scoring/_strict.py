@@ -50,6 +50,7 @@ from hy_eval.harness.scoring._cues import Cues, alternative_question, conflict, 
 from hy_eval.harness.scoring._frames import replaced_in_frame, turned_direction
 from hy_eval.harness.scoring._lexicon import translations
 from hy_eval.harness.scoring._numforms import other_values, quantities, read_forms
+from hy_eval.harness.scoring._relatives import added_relative
 from hy_eval.harness.scoring._values import replaced_value, value_key
 from hy_eval.harness.text import (
     HAN,
@@ -452,7 +453,9 @@ def decide(
     if problem is None:
         problem = number_conflict(gold_text, sentence)
     if problem is None and not cross:
-        problem = replaced_value(gold_text, sentence, names_t)
+        problem = replaced_value(gold_text, sentence, names_t) or added_relative(
+            gold_text, sentence, names_t
+        )
     if problem is None and not cross:
         problem = _frame_problem(gold_text, sentence, names_t)
     if problem:

@@ -123,6 +123,11 @@ def replaced_value(gold: str, predicted: str, names: tuple[str, ...]) -> str | N
     return None
 
 
+def kin_groups() -> tuple[frozenset[str], ...]:
+    """The kin and acquaintance groups of the contrast classes (mother, 妈妈 ...)."""
+    return next(classes for classes in _CONTRASTS if any("mother" in g for g in classes))
+
+
 @lru_cache(maxsize=1)
 def _group_keys() -> dict[str, str]:
     """Each contrast-class word and the first word of its group: one key per value."""
