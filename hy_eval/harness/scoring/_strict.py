@@ -55,6 +55,7 @@ from hy_eval.harness.scoring._values import replaced_value, value_key
 from hy_eval.harness.text import (
     HAN,
     STOP_WORDS,
+    inflections,
     inside_a_word,
     is_word,
     latin_words,
@@ -164,8 +165,11 @@ def bounded(text: str, keyword: str, names: tuple[str, ...] = ()) -> bool:
     kw = _unspaced(fold_spaced(raw))
     if not kw:
         return False
-    if _found(_unspaced(fold_spaced(text)), kw, names, exact):
+    folded = _unspaced(fold_spaced(text))
+    if _found(folded, kw, names, exact):
         return True
+    if not exact and any(_found(folded, form, names, False) for form in inflections(kw)):
+        return True  # an irregular form: sold for sell, ran for run, children for child
     wanted = _quantity_text(raw)
     if wanted != kw or any(ch.isdigit() for ch in wanted):
         return bool(wanted) and _found(_quantity_text(text), wanted, names, exact)

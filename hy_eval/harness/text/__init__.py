@@ -1,6 +1,7 @@
 """Word tools shared by the datasets and the matchers: Latin words and their folding,
-Chinese segmentation (jieba), negation words."""
+Chinese segmentation (jieba), negation words, English inflections (lemminflect)."""
 
+from hy_eval.harness.text._inflect import inflections
 from hy_eval.harness.text._segment import inside_a_word, is_word, jieba_tokenizer, segments, words
 from hy_eval.harness.text._words import (
     HAN,
@@ -21,6 +22,7 @@ __all__ = [
     "STOP_WORDS",
     "features",
     "fold",
+    "inflections",
     "inside_a_word",
     "is_negated",
     "is_word",

@@ -408,3 +408,33 @@ def test_a_sentence_cut_to_the_length_limit_is_no_replaced_value():
         ["tea"],
         "The user orders black tea every morning.",
     ).accepted
+
+
+@pytest.mark.parametrize(
+    "gold, keywords, predicted",
+    [
+        ("Tom ran the Berlin marathon.", ["ran"], "Tom has run the Berlin marathon."),
+        ("Ana teaches maths.", ["teach"], "Ana taught maths for years."),
+        ("Ana sold her car.", ["sell"], "Ana has sold her car."),
+        ("Ana's children live in Leeds.", ["children"], "Ana's only child lives in Leeds."),
+        (
+            "Ana is retraining as a teacher.",
+            [["teacher", "teaching"]],
+            "Ana is retraining to teach.",
+        ),
+    ],
+)
+def test_an_irregular_form_of_a_keyword_is_found(gold, keywords, predicted):
+    verdict = decide(gold, keywords, predicted, ["Ana", "Tom"])
+    assert verdict.accepted, verdict
+
+
+def test_inflections_are_of_verbs_and_nouns_only():
+    from hy_eval.harness.text import inflections
+
+    assert {"sell", "sells", "selling"} <= inflections("sold")
+    assert "child" in inflections("children") and "mouse" in inflections("mice")
+    assert "best" not in inflections("good")  # an adjective's degrees are other values
+    assert inflections("Padella") == frozenset() and inflections("ice cream") == frozenset()
+    # A found inflection is still a word: "ran" is not found inside "grant".
+    assert not decide("Tom ran a stall.", ["ran"], "Tom got a grant for a stall.").accepted
