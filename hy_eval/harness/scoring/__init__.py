@@ -23,6 +23,7 @@ from hy_eval.harness.scoring._matching import (
     matcher_text,
     static_matcher,
 )
+from hy_eval.harness.scoring._numbers import number_conflict
 from hy_eval.harness.scoring._quality import corrected_recall, corrected_text, quality_text
 from hy_eval.harness.scoring._score import (
     ACCURACY_METRICS,
@@ -33,7 +34,7 @@ from hy_eval.harness.scoring._score import (
     Outcome,
     score_case,
 )
-from hy_eval.harness.scoring._strict import bounded, decide, number_conflict
+from hy_eval.harness.scoring._strict import bounded, decide
 
 __all__ = [
     "ACCURACY_METRICS",

@@ -1,5 +1,5 @@
 """Number forms that name the same quantity in other words, for the strict matcher's
-number check (``_strict.numbers``): a reading of the text in ``canonical`` form (digits
+number check (``_numbers.numbers``): a reading of the text in ``canonical`` form (digits
 already), and the other values each number may stand for.
 
 - A half: 一个半小时 is 1.5 hours, 半小时 0.5 hours, 两个半月 2.5 months; "an hour and a half"

@@ -49,7 +49,12 @@ from hy_eval.harness.scoring._bilingual import dictionary_forms, holds_pinyin
 from hy_eval.harness.scoring._cues import Cues, alternative_question, conflict, cue_words, read_cues
 from hy_eval.harness.scoring._frames import replaced_in_frame, turned_direction
 from hy_eval.harness.scoring._lexicon import translations
-from hy_eval.harness.scoring._numforms import other_values, quantities, read_forms
+from hy_eval.harness.scoring._numbers import (
+    number_conflict,
+    quantity_text,
+    read_ordinals_and_clock,
+)
+from hy_eval.harness.scoring._numforms import quantities
 from hy_eval.harness.scoring._relatives import added_relative
 from hy_eval.harness.scoring._values import replaced_value, value_key
 from hy_eval.harness.text import (
@@ -60,7 +65,6 @@ from hy_eval.harness.text import (
     is_word,
     latin_words,
     segments,
-    split_words,
     word_form,
     word_set,
     words,
@@ -170,17 +174,10 @@ def bounded(text: str, keyword: str, names: tuple[str, ...] = ()) -> bool:
         return True
     if not exact and any(_found(folded, form, names, False) for form in inflections(kw)):
         return True  # an irregular form: sold for sell, ran for run, children for child
-    wanted = _quantity_text(raw)
+    wanted = quantity_text(raw)
     if wanted != kw or any(ch.isdigit() for ch in wanted):
-        return bool(wanted) and _found(_quantity_text(text), wanted, names, exact)
+        return bool(wanted) and _found(quantity_text(text), wanted, names, exact)
     return False
-
-
-@lru_cache(maxsize=65536)
-def _quantity_text(text: str) -> str:
-    """``text`` with its numbers read (``canonical``) and their forms in one spelling
-    (``_numforms.read_forms``: 10k and 1万 are 10000, 五公里 and five kilometres 5km)."""
-    return read_forms(canonical(text))
 
 
 def bounded_item(text: str, item: Keyword, names: tuple[str, ...]) -> bool:
@@ -296,7 +293,7 @@ def _verb_like(before: list[str], word: str, name_words: set[str]) -> bool:
 def _frame_text(text: str) -> str:
     """The text the frame rules read: folded, numbers, ordinals and clock times as
     digits (twenty-first is 21, 8pm is 20:00, 四千六 is 4600)."""
-    return quantities(chinese_to_digits(english_to_digits(_read_ordinals_and_clock(text))))
+    return quantities(chinese_to_digits(english_to_digits(read_ordinals_and_clock(text))))
 
 
 #: The end of a sentence the pipeline cut to its length limit: the mark and the part of
@@ -321,94 +318,6 @@ def _frame_problem(gold: str, sentence: str, names: tuple[str, ...]) -> str | No
     g_words = [(at, key) for (at, _, _), key in zip(g_seq, g_keys, strict=True)]
     p_words = [(at, key) for (at, _, _), key in zip(p_seq, p_keys, strict=True)]
     return turned_direction(_frame_text(gold), g_words, _frame_text(sentence), p_words)
-
-
-_ORDINALS = {
-    w: str(i)
-    for i, w in enumerate(
-        split_words(
-            "eleventh twelfth thirteenth fourteenth fifteenth sixteenth seventeenth "
-            "eighteenth nineteenth twentieth"
-        ),
-        11,
-    )
-}
-_UNIT_ORDINALS = split_words("first second third fourth fifth sixth seventh eighth ninth")
-_TENS_ORDINAL = re.compile(rf"\b(twenty|thirty)[\s-]({'|'.join(_UNIT_ORDINALS)})\b")
-_CLOCK = re.compile(r"\b(\d{1,2})(?::(\d\d))?\s*(am|pm)\b")
-
-
-def _read_ordinals_and_clock(text: str) -> str:
-    """Dates and times as numbers: twenty-first is 21, 8pm is 20 (as 20:00 is)."""
-
-    def tens(m: re.Match[str]) -> str:
-        base = 20 if m.group(1) == "twenty" else 30
-        return str(base + _UNIT_ORDINALS.index(m.group(2)) + 1)
-
-    t = _TENS_ORDINAL.sub(tens, fold_spaced(text))
-    t = re.sub(r"\b(" + "|".join(_ORDINALS) + r")\b", lambda m: _ORDINALS[m.group(1)], t)
-    t = re.sub(r"\b(\d+)(?:st|nd|rd|th)\b", r"\1", t)
-
-    def clock(m: re.Match[str]) -> str:
-        hour = int(m.group(1)) % 12 + (12 if m.group(3) == "pm" else 0)
-        return f"{hour}:{m.group(2) or '00'}"
-
-    return _CLOCK.sub(clock, t)
-
-
-_UNIT = re.compile(
-    r"(\d+(?:\.\d+)?)\s*(years?|months?|weeks?|days?|hours?|minutes?|mins?|km|kg|岁|年|个月|周|天|"
-    r"小时|分钟|公里|公斤|斤)"
-)
-
-
-def number_conflict(gold: str, predicted: str) -> str | None:
-    """Why ``predicted`` names another number than ``gold``, or None: both name numbers
-    and share none (a 1 read from 一 in 一项 or 一个 counts only when it is all there is),
-    or they share one with another unit (nine years / nine months)."""
-    g_num, p_num = numbers(gold), numbers(predicted)
-    if len(g_num) > 1 and len(p_num) > 1:
-        g_num, p_num = g_num - {"1"}, p_num - {"1"}
-    # The same quantity in another form (1.5 hours / 90 minutes; 十点 / 22点) is no conflict.
-    if g_num and p_num and not (g_num | _also(gold)) & (p_num | _also(predicted)):
-        return "another number"
-    g_units, p_units = _units(gold), _units(predicted)
-    for n in set(g_units) & set(p_units):
-        if not g_units[n] & p_units[n]:
-            return "the same number with another unit"
-    return None
-
-
-#: One name per unit in both languages (an age in 岁 is years, as "9 years old" is).
-_UNIT_NAMES = {"岁": "year", "年": "year", "个月": "month", "周": "week", "天": "day"}
-_UNIT_NAMES |= {"小时": "hour", "分钟": "minute", "min": "minute", "公里": "km", "公斤": "kg"}
-
-
-@lru_cache(maxsize=65536)
-def _read(text: str) -> str:
-    """``text`` with its numbers read: ordinals, clock times, digits, halves, ranges.
-    Cached: the number check reads each sentence three times (numbers, other values,
-    units), and a sentence meets every gold fact of its case."""
-    return read_forms(canonical(_read_ordinals_and_clock(text)))
-
-
-def _also(text: str) -> frozenset[str]:
-    return other_values(_read(text).replace(":00", ""))
-
-
-def _units(text: str) -> dict[str, set[str]]:
-    out: dict[str, set[str]] = {}
-    for number, unit in _UNIT.findall(_read(text)):
-        name = unit.rstrip("s") if unit.isascii() else unit
-        out.setdefault(number, set()).add(_UNIT_NAMES.get(name, name))
-    return out
-
-
-def numbers(text: str) -> frozenset[str]:
-    """The numbers a sentence names, as read (``canonical``, ordinals, clock times);
-    a time's minutes ``:00`` are dropped, so 20:00 and 8pm are both 20."""
-    t = _read(text).replace(":00", "")
-    return frozenset(_NUMBER.findall(t))
 
 
 @dataclass(frozen=True)
