@@ -171,7 +171,7 @@ _ZH_RANGE = {
     for a in "一二两三四五六七八"
     for b in "二三四五六七八九"
     if _ZH_DIGITS[b] == _ZH_DIGITS[a] + 1 and a + b != "一二"
-}
+} | {"一两": "1-2"}  # 一两天, 一两点: one or two
 #: Arabic digits with a Chinese multiplier: 1万, 1.5万, 3千, 2亿, and 1万5 (15,000).
 _DIGITS_TIMES = re.compile(rf"(?<![\d.])(\d+(?:\.\d+)?)(万|亿|千(?![{_KILO_UNITS}])|百)(\d(?!\d))?")
 _MULTIPLIER = {"百": 100, "千": 1000, "万": 10_000, "亿": 100_000_000}

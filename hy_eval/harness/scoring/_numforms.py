@@ -5,7 +5,8 @@ already), and the other values each number may stand for.
 - A half: 一个半小时 is 1.5 hours, 半小时 0.5 hours, 两个半月 2.5 months; "an hour and a half"
   is 1.5 hours.
 - A thousand written as k: £5k and 5K are 5000.
-- A range: 三到六个月, 3至6, "3 to 6" and 3~6 are the range 3-6, as "3-6" is.
+- A range: 三到六个月, 3至6, "3 to 6" and 3~6 are the range 3-6, as "3-6" is; "1 or 2"
+  (neighbouring numbers) is the range 1-2, as 一两 is.
 - Durations in hours and minutes: 1.5 hours is also 90 minutes, 90 minutes also 1.5 hours.
 - A clock hour without am or pm: 十点 (10 o'clock) may be 10 or 22; 22点 is only 22.
 - Magnitudes and units in one spelling: 1.2 million and £1.2m are 1200000, 1.5亿 is
@@ -24,7 +25,11 @@ _HALF_AFTER = re.compile(r"(\d+)个?半(?=个?(?:小时|钟头|月|天|年|周|�
 _HALF_ALONE = re.compile(r"(?<![\d.])半个?(?=小时|钟头|月|天|年)")
 _HOUR_AND_A_HALF = re.compile(r"\b(?:an|1) hour and a half\b")
 _THOUSANDS_K = re.compile(r"(?<![\d.])(\d+(?:\.\d+)?)k\b")
-_RANGE = re.compile(r"(?<![\d.])(\d+)\s*(?:到|至|~|～|–|—|\bto\b)\s*(\d+)(?![\d.])")
+#: ``canonical`` glues a number to the word after it ("3 to 6" is 3to6), so "to" is
+#: read between digits without word bounds.
+_RANGE = re.compile(r"(?<![\d.])(\d+)\s*(?:到|至|~|～|–|—|to)\s*(\d+)(?![\d.])")
+#: "1 or 2", "3 or 4": neighbouring numbers said as alternatives are a range, as 一两点 is.
+_OR_RANGE = re.compile(r"(?<![\d.])(\d+)\s*or\s*(\d+)(?![\d.])")
 _HOURS = re.compile(r"(\d+(?:\.\d+)?)\s*(?:小时|个小时|钟头|hours?|hrs?)")
 _MINUTES = re.compile(r"(\d+)\s*(?:分钟|minutes?|mins?)")
 _CLOCK_HOUR = re.compile(r"(?<![\d.:])(\d{1,2})\s*(?:点|o'clock|o’clock)")
@@ -60,7 +65,13 @@ def read_forms(text: str) -> str:
     t = _HALF_AFTER.sub(lambda m: f"{m.group(1)}.5", text)
     t = _HALF_ALONE.sub("0.5", t)
     t = _HOUR_AND_A_HALF.sub("1.5 hours", t)
-    return _RANGE.sub(r"\1-\2", quantities(t))
+    t = _RANGE.sub(r"\1-\2", quantities(t))
+    return _OR_RANGE.sub(
+        lambda m: (
+            m.group(0) if int(m.group(2)) != int(m.group(1)) + 1 else f"{m.group(1)}-{m.group(2)}"
+        ),
+        t,
+    )
 
 
 def quantities(text: str) -> str:

@@ -154,6 +154,14 @@ _HAN_CLASS = f"[{HAN}]"
 _HAN_LATIN_SPACE = re.compile(rf"(?<={_HAN_CLASS}) +(?=[a-z0-9])|(?<=[a-z0-9]) +(?={_HAN_CLASS})")
 
 
+_LATIN_HYPHEN = re.compile(r"(?<=[a-z])[-‐‑–](?=[a-z])")
+
+
+def _latin_joined(text: str) -> str:
+    """A hyphen between Latin letters read as a space: half-marathon is half marathon."""
+    return _LATIN_HYPHEN.sub(" ", text)
+
+
 def _unspaced(text: str) -> str:
     """No space between Chinese and a Latin word or number: 维生素 C is 维生素C."""
     return _HAN_LATIN_SPACE.sub("", text)
@@ -166,10 +174,10 @@ def bounded(text: str, keyword: str, names: tuple[str, ...] = ()) -> bool:
     numbers are read (``canonical``: 八年 finds 8年, ninety finds 90)."""
     exact = keyword.startswith("=") and len(keyword) > 1
     raw = keyword[1:] if exact else keyword
-    kw = _unspaced(fold_spaced(raw))
+    kw = _latin_joined(_unspaced(fold_spaced(raw)))
     if not kw:
         return False
-    folded = _unspaced(fold_spaced(text))
+    folded = _latin_joined(_unspaced(fold_spaced(text)))
     if _found(folded, kw, names, exact):
         return True
     if not exact and any(_found(folded, form, names, False) for form in inflections(kw)):

@@ -20,6 +20,7 @@ import re
 from functools import lru_cache
 from typing import Any
 
+from hy_eval.harness.scoring._bilingual import same_word
 from hy_eval.harness.text import fold, jieba_tokenizer, segments, word_set
 
 #: Chinese part-of-speech tags of proper names: places, transliterated names,
@@ -112,6 +113,8 @@ def replaced_value(gold: str, predicted: str, names: tuple[str, ...]) -> str | N
     g_text, p_text = fold(gold), fold(predicted)
     missing = [v for v in named_values(gold, names) if v not in p_text]
     extra = [v for v in named_values(predicted, names) if v not in g_text]
+    # The same name said otherwise (北大 / 北京大学) replaces nothing.
+    missing = [v for v in missing if not any(same_word(v, e) for e in extra)]
     if missing and extra:
         return f"another named value ({extra[0]} for {missing[0]})"
     g_words, p_words = _class_words(g_text), _class_words(p_text)

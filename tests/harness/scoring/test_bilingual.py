@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from hy_eval.harness.scoring import decide
-from hy_eval.harness.scoring._bilingual import dictionary_forms, holds_pinyin, pinyin
+from hy_eval.harness.scoring._bilingual import dictionary_forms, holds_pinyin, pinyin, same_word
 
 
 @pytest.mark.parametrize(
@@ -78,3 +78,26 @@ def test_an_other_language_pair_needs_some_of_the_golds_content_in_a_known_form(
     verdict = decide(gold, ["Shell"], "壳牌的股价今天跌了。")
     assert not verdict.accepted and "content agreement" in verdict.why
     assert decide(gold, ["Shell"], "用户的哥哥是壳牌的化学工程师。").accepted
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "same"),
+    [
+        ("北大", "北京大学", True),  # "abbr. for 北京大學|北京大学"
+        ("派对", "聚会", True),  # both glossed "party"
+        ("café", "coffee shop", True),  # both translate 咖啡店
+        ("大理", "丽江", False),
+        ("周三", "周四", False),
+        ("walk", "feed", False),
+    ],
+)
+def test_same_word_reads_abbreviations_and_shared_glosses(a, b, same):
+    assert same_word(a, b) is same
+
+
+def test_a_word_said_otherwise_is_no_replaced_value():
+    # The frame rule: 派对 and 聚会 are one value, 派对 and 婚礼 are not.
+    assert decide("用户周六在家办派对。", ["周六"], "用户周六在家办聚会。").accepted
+    assert not decide("用户周六在家办派对。", ["周六"], "用户周六在家办婚礼。").accepted
+    # The named-value rule: an abbreviation names the same university.
+    assert decide("用户的表妹考上了北京大学。", ["表妹"], "用户的表妹考上了北大。").accepted

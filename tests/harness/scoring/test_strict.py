@@ -438,3 +438,38 @@ def test_inflections_are_of_verbs_and_nouns_only():
     assert inflections("Padella") == frozenset() and inflections("ice cream") == frozenset()
     # A found inflection is still a word: "ran" is not found inside "grant".
     assert not decide("Tom ran a stall.", ["ran"], "Tom got a grant for a stall.").accepted
+
+
+@pytest.mark.parametrize(
+    "gold, keywords, predicted, names",
+    [
+        # A hyphen between Latin letters is a space, in the keyword and in the text.
+        (
+            "Ana is training for a half marathon.",
+            ["half marathon"],
+            "Ana is training for a half-marathon.",
+            ["Ana"],
+        ),
+        ("Ana booked a test-drive.", ["test-drive"], "Ana booked a test drive.", ["Ana"]),
+        # 未婚妻 (fiancée), 消化不良 (indigestion) negate nothing.
+        ("小李的未婚妻在杭州上班。", ["杭州"], "Xiao Li's fiancée works in Hangzhou.", ["小李"]),
+        ("用户最近消化不良。", ["消化不良"], "用户最近有点消化不良。", []),
+        # The same range said otherwise, across languages too.
+        (
+            "助手建议留出三到六个月的生活费。",
+            ["生活费"],
+            "The assistant suggests three to six months of living expenses.",
+            [],
+        ),
+        ("用户凌晨一两点才睡觉。", ["睡觉"], "The user only goes to sleep at 1 or 2 am.", []),
+        # 上班 and 工作 are one value in a frame (the contrast group's key for 上班 is "works").
+        ("小李在杭州工作。", ["杭州"], "小李在杭州上班。", ["小李"]),
+    ],
+)
+def test_forms_that_change_nothing_are_read_as_the_same(gold, keywords, predicted, names):
+    verdict = decide(gold, keywords, predicted, names)
+    assert verdict.accepted, verdict
+
+
+def test_an_or_of_numbers_far_apart_is_no_range():
+    assert number_conflict("The user has 2 or 5 cats.", "The user has 3 cats.") is not None
