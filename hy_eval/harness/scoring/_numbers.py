@@ -35,11 +35,12 @@ _ORDINALS = {
 }
 _UNIT_ORDINALS = split_words("first second third fourth fifth sixth seventh eighth ninth")
 _TENS_ORDINAL = re.compile(rf"\b(twenty|thirty)[\s-]({'|'.join(_UNIT_ORDINALS)})\b")
-_CLOCK = re.compile(r"\b(\d{1,2})(?::(\d\d))?\s*(am|pm)\b")
+_CLOCK = re.compile(r"\b(\d{1,2})(?:[:.](\d\d))?\s*(am|pm|a\.m\.|p\.m\.)(?![a-z])")
 
 
 def read_ordinals_and_clock(text: str) -> str:
-    """Dates and times as numbers: twenty-first is 21, 8pm is 20 (as 20:00 is)."""
+    """Dates and times as numbers: twenty-first is 21, 8pm and 8 p.m. are 20 (as 20:00
+    is), 7.30am is 7:30."""
 
     def tens(m: re.Match[str]) -> str:
         base = 20 if m.group(1) == "twenty" else 30
@@ -50,7 +51,7 @@ def read_ordinals_and_clock(text: str) -> str:
     t = re.sub(r"\b(\d+)(?:st|nd|rd|th)\b", r"\1", t)
 
     def clock(m: re.Match[str]) -> str:
-        hour = int(m.group(1)) % 12 + (12 if m.group(3) == "pm" else 0)
+        hour = int(m.group(1)) % 12 + (12 if m.group(3).startswith("p") else 0)
         return f"{hour}:{m.group(2) or '00'}"
 
     return _CLOCK.sub(clock, t)

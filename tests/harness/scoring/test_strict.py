@@ -329,6 +329,8 @@ def test_the_lexicon_serves_other_language_pairs_only():
         ("公司估值1.5亿。", "公司估值一亿五千万。"),
         ("He has lived there for a decade.", "He has lived there for 10 years."),
         ("She swims twice a week.", "She swims 2 times a week."),
+        ("The match starts at 3 pm.", "The match starts at 3 p.m."),
+        ("The class starts at 7.30am.", "The class starts at 7:30."),
     ],
 )
 def test_the_same_quantity_in_another_form_is_no_number_conflict(gold, predicted):
