@@ -34,13 +34,16 @@ _ORDINALS = {
     )
 }
 _UNIT_ORDINALS = split_words("first second third fourth fifth sixth seventh eighth ninth")
+#: Ordinals read as numbers on their own; first and second are left as words (the first
+#: time, a second is no count), tenth joins them.
+_SMALL_ORDINALS = {w: str(i) for i, w in enumerate(_UNIT_ORDINALS, 1) if i > 2} | {"tenth": "10"}
 _TENS_ORDINAL = re.compile(rf"\b(twenty|thirty)[\s-]({'|'.join(_UNIT_ORDINALS)})\b")
 _CLOCK = re.compile(r"\b(\d{1,2})(?:[:.](\d\d))?\s*(am|pm|a\.m\.|p\.m\.)(?![a-z])")
 
 
 def read_ordinals_and_clock(text: str) -> str:
-    """Dates and times as numbers: twenty-first is 21, 8pm and 8 p.m. are 20 (as 20:00
-    is), 7.30am is 7:30."""
+    """Dates and times as numbers: twenty-first is 21, sixth is 6, 8pm and 8 p.m. are 20
+    (as 20:00 is), 7.30am is 7:30."""
 
     def tens(m: re.Match[str]) -> str:
         base = 20 if m.group(1) == "twenty" else 30
@@ -48,6 +51,9 @@ def read_ordinals_and_clock(text: str) -> str:
 
     t = _TENS_ORDINAL.sub(tens, fold_spaced(text))
     t = re.sub(r"\b(" + "|".join(_ORDINALS) + r")\b", lambda m: _ORDINALS[m.group(1)], t)
+    t = re.sub(
+        r"\b(" + "|".join(_SMALL_ORDINALS) + r")\b", lambda m: _SMALL_ORDINALS[m.group(1)], t
+    )
     t = re.sub(r"\b(\d+)(?:st|nd|rd|th)\b", r"\1", t)
 
     def clock(m: re.Match[str]) -> str:

@@ -331,6 +331,7 @@ def test_the_lexicon_serves_other_language_pairs_only():
         ("She swims twice a week.", "She swims 2 times a week."),
         ("The match starts at 3 pm.", "The match starts at 3 p.m."),
         ("The class starts at 7.30am.", "The class starts at 7:30."),
+        ("用户下周做第六次理疗。", "The user has the sixth physio session next week."),
     ],
 )
 def test_the_same_quantity_in_another_form_is_no_number_conflict(gold, predicted):
