@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -187,11 +188,45 @@ def search_terms(query: str) -> list[str]:
     return terms
 
 
+#: Part-of-speech tags (jieba's) of the two-character words searched inside longer
+#: Chinese runs: nouns, names of people, places and organisations, other proper nouns,
+#: verbal nouns, Latin words. Verbs, adverbs and function words would find everything.
+_NOUN_TAGS = frozenset({"n", "nr", "nrt", "ns", "nt", "nz", "nw", "vn", "eng"})
+#: The speakers' placeholders are in nearly every memory: no search word.
+_NO_SEARCH_WORDS = frozenset({"用户", "助手"})
+
+
+@lru_cache(maxsize=1)
+def _pos_cutter() -> Any:
+    import logging
+
+    import jieba
+    import jieba.posseg
+
+    jieba.setLogLevel(logging.WARNING)  # its dictionary load logs to stderr
+    return jieba.posseg.POSTokenizer(jieba.Tokenizer())
+
+
+def _nouns_inside(run: str) -> list[str]:
+    """The two-character nouns jieba finds inside a Chinese run of three or more
+    characters (日语 in 用户日语, 瑜伽 in 周三练瑜伽): the trigram index misses a
+    two-character word unless its neighbours match too."""
+    return [
+        pair.word
+        for pair in _pos_cutter().cut(run, HMM=False)
+        if len(pair.word) == 2 and pair.flag in _NOUN_TAGS and pair.word not in _NO_SEARCH_WORDS
+    ]
+
+
 def _short_words(query: str) -> list[str]:
     """Words the trigram index cannot find, searched as substrings: two-character Chinese
-    runs, and tokens that mix letters and digits (N2, B12, 6D), also against Chinese
-    ("日语N2")."""
-    out = [r for r in re.findall(r"[\u3400-\u9fff\uf900-\ufaff]+", query) if len(r) == 2]
+    runs, two-character nouns inside longer runs, and tokens that mix letters and digits
+    (N2, B12, 6D), also against Chinese ("日语N2")."""
+    out: list[str] = []
+    for run in re.findall(r"[\u3400-\u9fff\uf900-\ufaff]+", query):
+        for word in [run] if len(run) == 2 else _nouns_inside(run) if len(run) > 2 else []:
+            if word not in out:
+                out.append(word)
     for tok in re.findall(r"(?<![A-Za-z0-9])[A-Za-z0-9]{2,}(?![A-Za-z0-9])", query):
         mixed = re.search(r"[A-Za-z]", tok) and re.search(r"[0-9]", tok)
         if mixed and tok not in out:

@@ -51,6 +51,26 @@ def test_search_chinese_with_trigrams_and_two_character_words():
     assert search_terms("The user likes coffee") == ["likes", "coffee"]
 
 
+def test_a_two_character_noun_inside_a_longer_run_is_searched():
+    store = MemoryStore()
+    with store.transaction():
+        store.insert("tim", "用户在备考日语N2。", "user")
+        store.insert("tim", "用户每周三练瑜伽。", "user")
+        store.insert("tim", "用户喜欢吃辣。", "user")
+    # No trigram is shared: 日语 sits in 用户日语 here, in 考日语 there.
+    assert search_terms("用户日语考过了") and not {
+        "用户日",
+        "户日语",
+        "日语考",
+        "语考过",
+        "考过了",
+    } & set(search_terms("用户在备考日语N2。"))
+    assert [m.text for m in store.search("用户日语考过了", "tim")] == ["用户在备考日语N2。"]
+    assert [m.text for m in store.search("用户改练普拉提和瑜伽", "tim")] == ["用户每周三练瑜伽。"]
+    # A verb or adverb inside a run is no search word: 喜欢 would find every liking.
+    assert store.search("用户不太喜欢这部电影", "tim") == []
+
+
 def test_update_delete_supersede_keep_events_and_fts_in_sync():
     store = seeded()
     with store.transaction():
