@@ -7,9 +7,9 @@ A prediction has added a relative when it holds a kin or acquaintance word (the 
 class of ``_values``: father, 女儿, friend, 同事 ...) whose group the gold fact does not
 hold, and the word is owned by someone: after 's or ’s (an adjective between allowed:
 "the user's late father"), after 的, or in Chinese straight after a name, 用户 or another
-kin word (老赵女儿). A kin word followed by a name only introduces that person ("the
-user's friend Rob", 妹妹刘露): it is no added relative. Dad and father, 老公 and 丈夫 are
-one group, so a synonym adds nobody.
+kin word (老赵女儿). A kin word followed by a speaker's name, or in English by any
+capitalised word, only introduces that person ("the user's friend Rob", 妹妹刘露): it is
+no added relative. Dad and father, 老公 and 丈夫 are one group, so a synonym adds nobody.
 
 A prediction that swaps the subject for another name ("Owen got his PADI" for Niamh) is
 not this rule's business: the subject is scored apart.
@@ -27,6 +27,8 @@ from hy_eval.harness.text import fold
 #: polite "auntie Zhou"): owned only after 的.
 _TITLES = frozenset({"先生", "太太", "阿姨", "叔叔", "老师"})
 _OWNER_ZH = ("用户",)
+#: A capitalised word straight after a Latin kin word, as the prediction writes it.
+_NAME_AFTER = re.compile(r",?\s+[A-Z][a-z]")
 
 
 @lru_cache(maxsize=1)
@@ -85,6 +87,8 @@ def added_relative(gold: str, predicted: str, names: tuple[str, ...]) -> str | N
         word = m.group(1)
         if index[word] in had or _introduces(p, m.end(), names):
             continue
+        if len(p) == len(predicted) and _NAME_AFTER.match(predicted, m.end()):
+            continue  # "the user's friend Rob": a capitalised name introduces the person
         if _owned_latin(p, m.start()):
             return f"a relative of the subject ({word})"
     for m in chinese.finditer(p):

@@ -9,13 +9,17 @@ A predicted fact states a gold fact when all of these hold:
    the segmenter (``_segment``) puts a word boundary, so 租 is not found in 合租 nor 素
    in 维生素. A one-character Chinese keyword must be a whole word; a keyword marked
    ``=`` must be a whole word in either script. Numbers are read as ``_keywords.canonical``
-   reads them, and a number never matches inside a longer one. A space between Chinese
-   and a Latin word or number does not count (维生素 C is 维生素C).
+   reads them, quantities in one spelling (``_numforms.quantities``: 10k is 10000, 五公里
+   is 5km), and a number never matches inside a longer one. A space between Chinese and
+   a Latin word or number does not count (维生素 C is 维生素C), a hyphen between Latin
+   letters is a space (half-marathon), and a Latin keyword is also found in its
+   irregular forms (``text.inflections``: sold for sell). Across languages a keyword is
+   found in its dictionary forms or its pinyin (``_bilingual``).
 2. **Content agreement.** The share of the gold text's content words that the
    prediction's best sentence holds (``agreement``) is at least ``AGREEMENT_THRESHOLD``.
    Names and 用户/助手/user/assistant are no content: the subject is scored apart. When
-   the two are in different languages the words cannot be compared, and the keywords
-   (an any-of group may hold both languages' forms) and the cues decide alone.
+   the two are in different languages, a gold word counts as held in one of its
+   dictionary forms, against ``CROSS_THRESHOLD`` (``_cross_agreement``).
 3. **Cues agree** (``_cues``): the prediction is not a question or a request, it
    negates what the gold negates, it does not make a plan of a done thing or the reverse;
    where both name numbers, they share one, and not with another unit
@@ -23,7 +27,8 @@ A predicted fact states a gold fact when all of these hold:
    the same kind (``_values.replaced_value``: Padella / Dishoom, Friday / Saturday,
    teaches / studies), nor keep the gold's frame of content words around one replaced
    value or turn a change's direction around (``_frames``: walk / feed the dog on
-   Wednesdays; from Leeds to York / from York to Leeds).
+   Wednesdays; from Leeds to York / from York to Leeds), nor move the fact onto a
+   relative of its subject (``_relatives``: Tomasz's father for Tomasz).
 
 Among the pairs that pass, the assignment is one-to-one: the most gold facts matched,
 then the highest total agreement, and only then the best subject and owner, so a loose
