@@ -36,7 +36,7 @@ _CLOCK_HOUR = re.compile(r"(?<![\d.:])(\d{1,2})\s*(?:点|o'clock|o’clock)")
 
 
 _MILLIONS = re.compile(
-    r"(?<![\w.])(\d+(?:\.\d+)?)\s*(million|mn|billion|bn|亿)(?![a-z])|"
+    r"(?<![\d.])(\d+(?:\.\d+)?)\s*(million|mn|billion|bn|亿)(?![a-z])|"
     r"(?<=[£$€¥])(\d+(?:\.\d+)?)(m|b)\b"
 )
 _THOUSANDS_COMMA = re.compile(r"(\d),(?=\d{3}(?!\d))")

@@ -326,6 +326,7 @@ def test_the_lexicon_serves_other_language_pairs_only():
         ("用户每周游泳半小时。", "用户每周游30分钟。"),
         ("The flat costs £1.2 million.", "The flat costs £1,200,000."),
         ("The flat costs £1.2m.", "The flat costs 1200000 pounds."),
+        ("The flat costs 1.2 million euros.", "The flat costs 1,200,000 euros."),
         ("公司估值1.5亿。", "公司估值一亿五千万。"),
         ("He has lived there for a decade.", "He has lived there for 10 years."),
         ("She swims twice a week.", "She swims 2 times a week."),
