@@ -22,6 +22,7 @@ from hy_eval.harness.analysis._consistency import (
     changed_checks,
     consistency,
     perturbation_section,
+    records_unmeasured,
     verdicts_of,
 )
 from hy_eval.harness.analysis._frame import cases_frame
@@ -88,6 +89,7 @@ __all__ = [
     "case_table",
     "cases_frame",
     "changed_checks",
+    "records_unmeasured",
     "checked_records",
     "checked_rules",
     "cohen_kappa",

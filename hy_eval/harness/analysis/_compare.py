@@ -127,7 +127,7 @@ def run_outcomes(run_dir: str | Path) -> RunOutcomes:
 
 def slim_record(rec: CaseRecord) -> CaseRecord:
     """What consistency needs of a record: its keys, language, rules, tags, check verdicts
-    (without their details) and facts."""
+    (without their details), facts and the metrics its system cannot measure."""
     score = rec.score
     checks = [ScoreCheck(check=c.check, ok=c.ok) for c in score.checks]
     return CaseRecord(
@@ -136,7 +136,12 @@ def slim_record(rec: CaseRecord) -> CaseRecord:
         lang=rec.lang,
         rules=rec.rules,
         tags=rec.tags,
-        score=ScoreRecord(passed=score.passed, checks=checks, facts=score.facts),
+        score=ScoreRecord(
+            passed=score.passed,
+            checks=checks,
+            facts=score.facts,
+            not_measured=score.not_measured,
+        ),
     )
 
 
@@ -466,11 +471,16 @@ def _consistency_of(
     ``flipped`` ones included (None when a side has no check verdicts, as a baseline)."""
     if not a.checks or not b.checks:
         return {"changed_count": None}
-    from hy_eval.harness.analysis._consistency import changed_ids, consistency
+    from hy_eval.harness.analysis._consistency import (
+        changed_ids,
+        consistency,
+        records_unmeasured,
+    )
 
     info = b.perturbation or PerturbFile()
     subjects = {cid: c.subjects for cid, c in info.cases.items()}
-    changed = (changed_ids(a.checks, b.checks) & set(ids)) | set(flipped)
+    leave = records_unmeasured(a.checks, b.checks)  # checks one side cannot have
+    changed = (changed_ids(a.checks, b.checks, leave) & set(ids)) | set(flipped)
     return {
         "changed_count": len(changed),
         "perturbation": info.perturbation,

@@ -32,6 +32,33 @@ from hy_eval.harness.runlog import (
 #: Checks that a record carries only when they fail.
 ONLY_ON_FAILURE = ("parse", "error")
 
+#: The check kind that holds each metric's verdicts, for the metrics a system under test
+#: may not measure (``runlog`` records list them in ``score.not_measured``). A check whose
+#: metric either side cannot measure leaves the family: an external system never has a
+#: ``parse`` check, so our pipeline's failed parse is no change against it.
+CHECK_OF_METRIC = {
+    "parse_failure_rate": "parse",
+    "profile_name_accuracy": "profile_name",
+    "profile_leak_rate": "profile_absent",
+    "operation_accuracy": "operations",
+    "untouched_violation_rate": "untouched",
+    "merge_violation_rate_applied": "merge",
+    "misattribution_rate": "absent",
+}
+
+
+def unmeasured_checks(*not_measured: Iterable[str]) -> frozenset[str]:
+    """The check kinds that leave a comparison's family: those of the metrics any of the
+    ``not_measured`` lists (one per run, or per record) names."""
+    return frozenset(
+        CHECK_OF_METRIC[m] for names in not_measured for m in names if m in CHECK_OF_METRIC
+    )
+
+
+def records_unmeasured(*runs: Iterable[CaseRecord]) -> frozenset[str]:
+    """``unmeasured_checks`` of every record of ``runs``."""
+    return unmeasured_checks(*(r.score.not_measured or () for run in runs for r in run))
+
 
 #: Changed cases (at least one check verdict changed) listed in full in summary.json and
 #: compare's JSON (the rest counted).
@@ -48,16 +75,22 @@ def verdicts_of(record: CaseRecord) -> dict[str, bool]:
     return out
 
 
-def changed_checks(a: Mapping[str, bool], b: Mapping[str, bool]) -> tuple[int, list[str]]:
+def changed_checks(
+    a: Mapping[str, bool], b: Mapping[str, bool], leave: frozenset[str] = frozenset()
+) -> tuple[int, list[str]]:
     """The number of checks paired between two verdict sets, and the keys whose verdict
     differs. Paired are the checks both have, and ``parse``/``error`` checks of either
     (missing means passed). When either case errored, every check of the other is paired
     too (missing means failed: an errored case checks nothing). A check only one gold
-    has (swap_perspective's L0 list) is not paired."""
+    has (swap_perspective's L0 list) is not paired, and neither is a check of a kind in
+    ``leave`` (a metric one side cannot measure, ``unmeasured_checks``)."""
     errored = any(k.startswith("error#") for k in (*a, *b))
 
     def paired(k: str) -> bool:
-        return errored or (k in a and k in b) or k.split("#")[0] in ONLY_ON_FAILURE
+        kind = k.split("#")[0]
+        if kind in leave:
+            return False
+        return errored or (k in a and k in b) or kind in ONLY_ON_FAILURE
 
     keys = sorted(k for k in set(a) | set(b) if paired(k))
 
@@ -67,14 +100,16 @@ def changed_checks(a: Mapping[str, bool], b: Mapping[str, bool]) -> tuple[int, l
     return len(keys), [k for k in keys if ok(a, k) != ok(b, k)]
 
 
-def changed_ids(base: Iterable[CaseRecord], other: Iterable[CaseRecord]) -> set[str]:
+def changed_ids(
+    base: Iterable[CaseRecord], other: Iterable[CaseRecord], leave: frozenset[str] = frozenset()
+) -> set[str]:
     """The ids of the cases with at least one check verdict that differs between the two
     runs on a shared (case, repeat), checks paired as ``changed_checks`` pairs them."""
     b = {r.key: r for r in other}
     return {
         r.id
         for r in base
-        if r.key in b and changed_checks(verdicts_of(r), verdicts_of(b[r.key]))[1]
+        if r.key in b and changed_checks(verdicts_of(r), verdicts_of(b[r.key]), leave)[1]
     }
 
 
@@ -106,8 +141,11 @@ def consistency(
     """Consistency of ``perturbed`` against ``base`` on their shared (case, repeat) keys:
     the value with its CI (cases resampled whole), a fragility table by rule and tag, and
     the changed cases (at least one check verdict changed) with a diff of their facts.
-    ``subjects`` (case id -> perturbed subject -> original) maps names back for the diff."""
+    ``subjects`` (case id -> perturbed subject -> original) maps names back for the diff.
+    Checks of a metric either run cannot measure are left out (``records_unmeasured``)."""
     subjects = subjects or {}
+    base, perturbed = list(base), list(perturbed)
+    leave = records_unmeasured(base, perturbed)
     a = {r.key: r for r in base}
     b = {r.key: r for r in perturbed}
     keys = sorted(k for k in a if k in b)  # records are in finishing order
@@ -115,7 +153,7 @@ def consistency(
     nums, dens, changed_cases = [], [], []
     for i, k in enumerate(keys):
         ra, rb = a[k], b[k]
-        total, changed = changed_checks(verdicts_of(ra), verdicts_of(rb))
+        total, changed = changed_checks(verdicts_of(ra), verdicts_of(rb), leave)
         nums.append(total - len(changed))
         dens.append(total)
         for label in [f"rule:{r}" for r in ra.rules] + [f"tag:{t}" for t in ra.tags]:

@@ -19,7 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from hy_eval.harness.analysis import changed_checks, verdicts_of
+from hy_eval.harness.analysis import changed_checks, records_unmeasured, verdicts_of
 from hy_eval.harness.report._pages import case_entry
 from hy_eval.harness.runlog import RECORDS_NAME, CaseRecord, Comparison, read_records
 
@@ -105,6 +105,8 @@ def changed_cases(
     """The page's changed cases (flipped first, then by id) and how many there are in
     all. Of a case run with repeats, the first repeat whose verdicts changed is shown."""
     recs_a, recs_b = _records(run_a), _records(run_b)
+    # Checks of a metric either run cannot measure are no change (compare's rule).
+    leave = records_unmeasured(*recs_a.values(), *recs_b.values())
     flips = {f.id: f for f in result.flipped}
     rows = []
     for cid in sorted(set(recs_a) & set(recs_b)):
@@ -114,7 +116,7 @@ def changed_cases(
             rb = pairs.get(ra.repeat)
             if rb is None:
                 continue
-            keys = changed_checks(verdicts_of(ra), verdicts_of(rb))[1]
+            keys = changed_checks(verdicts_of(ra), verdicts_of(rb), leave)[1]
             if keys or (cid in flips and shown is None):
                 shown = (ra, rb, keys)
                 if keys:

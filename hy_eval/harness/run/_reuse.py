@@ -101,6 +101,61 @@ class RecordCache:
             self._db.close()
 
 
+#: How each ``RunConfig`` field reaches a case record's identity. A field that can change
+#: what a record holds is in the identity, directly or through the model's, the judge's or
+#: the price's part, or through the record's key (the case's line as run, the repeat);
+#: the others are listed with the reason they cannot change a record.
+#: tests/harness/run/test_reuse_identity.py fails on a field in none of these.
+RECORD_SETTINGS = (
+    "system",  # another memory system computes another record (docs/systems.md)
+    "variant",
+    "guard",
+    "temperature",
+    "structured",
+    "matcher",
+    "perturb",
+    "perturb_seed",
+)
+#: Through the model's identity: provider name, model as resolved, base URL and the
+#: answer-changing options (the local model's context among them).
+THROUGH_MODEL = ("provider", "model", "base_url", "context")
+#: Through the judge's identity (its model and prompt files), in a ``--matcher judge`` run.
+THROUGH_JUDGE = ("judge_provider", "judge_model", "judge_base_url", "judge_variant")
+#: Through the price per million tokens (a record's cost): the price table, and batch
+#: prices being half.
+THROUGH_PRICE = ("prices", "batch")
+#: Through the record's key: the case's dataset line as written (``suite`` names the
+#: files it comes from) and the repeat index.
+THROUGH_KEY = ("suite", "repeats")
+#: Fields that cannot change a record, each with why.
+NOT_IN_RECORD = {
+    "api_key": "a key authorises calls; it does not change an answer",
+    "limit": "chooses which cases run, not what a case's record holds",
+    "sample": "chooses which cases run",
+    "filter": "chooses which cases run",
+    "concurrency": "how many calls at once; answers do not depend on it",
+    "cache_mode": "where answers come from; a record is computed from the answers alone",
+    "cache_path": "where answers are kept",
+    "out": "where the run folder is",
+    "resume": "which run folder goes on",
+    "reuse": "whether records are reused at all",
+    "timeout": "only a provider error depends on it, and such a record is never kept",
+    "threads": "not in the answer cache's key either (ModelOptions.threads)",
+    "retries": "only a provider error depends on it, and such a record is never kept",
+    "retry_base_delay": "only when a retry happens",
+    "max_error_rate": "the run's exit code, not a record",
+    "progress": "the terminal's status line",
+    "pass_k": "how the summary reads repeats, not a record",
+    "batch_poll_interval": "how often batches are polled",
+    "batch_cancel_on_interrupt": "what Ctrl-C does to remote batches",
+}
+
+
+def identity_settings(config: Any) -> dict[str, Any]:
+    """The ``RECORD_SETTINGS`` of a ``RunConfig``, as the identity takes them."""
+    return {name: getattr(config, name) for name in RECORD_SETTINGS}
+
+
 def record_identity(
     params: Mapping[str, Any],
     prompt_hashes: Mapping[str, str],

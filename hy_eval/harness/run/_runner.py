@@ -24,7 +24,12 @@ from hy_eval.harness.run._folder import FolderLock, lock_folder, model_mismatch,
 from hy_eval.harness.run._plan import RunError, RunPlan, SystemUnavailable, plan_run
 from hy_eval.harness.run._pool import gather_until_sigint, interrupter, tick_every_second
 from hy_eval.harness.run._progress import Progress, structured_note
-from hy_eval.harness.run._reuse import RecordCache, case_record_key, record_identity
+from hy_eval.harness.run._reuse import (
+    RecordCache,
+    case_record_key,
+    identity_settings,
+    record_identity,
+)
 from hy_eval.harness.runlog import (
     RECORDS_NAME,
     CallCounts,
@@ -145,11 +150,11 @@ class Runner:
         cfg = self.config
         cached = cfg.cache_mode in ("read-write", "refresh")
         reuse = RecordCache(cfg.cache_path) if cached and cfg.cache_path else None
-        settings = {k: getattr(cfg, k) for k in ("variant", "guard", "temperature", "structured")}
-        if cfg.matcher != "keyword":  # a keyword run's records keep their old identity
-            settings["matcher"] = cfg.matcher
-            if self.judge is not None:
-                settings["judge"] = self.judge.identity()
+        # Every setting that can change a record (``_reuse.RECORD_SETTINGS``; the system
+        # among them, so a run of another system never takes this pipeline's records).
+        settings = identity_settings(cfg)
+        if self.judge is not None:
+            settings["judge"] = self.judge.identity()
         self._identity = record_identity(
             settings,
             plan.prompts.file_hashes(),

@@ -291,3 +291,47 @@ def test_relative_folders_are_made_absolute_for_the_worker(tmp_path, fake_system
         asyncio.run(
             ExternalSystem(missing, lambda: None).add_case(suite.cases[0], label="x", repeat=0)
         )
+
+
+def test_a_run_of_another_system_takes_no_record_of_ours(tmp_path, fake_system):
+    """The issue's sequence: our pipeline, then mem0, on one read-write cache. mem0's run
+    computes its own records (its worker ran every case) and reports what mem0 cannot
+    measure as n/m, not our pipeline's figures under mem0's name."""
+    cache = str(tmp_path / "cache.sqlite")
+    with LoopbackServer(script) as server:
+        own_dir, own, _ = Runner(
+            config(
+                server,
+                tmp_path,
+                system="hy_eval",
+                cache_mode="read-write",
+                cache_path=cache,
+                out=str(tmp_path / "own"),
+            )
+        ).run()
+        assert not own.not_measured and own.metrics["parse_failure_rate"].value is not None
+        mem_dir, mem, _ = Runner(
+            config(
+                server,
+                tmp_path,
+                cache_mode="read-write",
+                cache_path=cache,
+                out=str(tmp_path / "mem0"),
+            )
+        ).run()
+        assert mem.calls.records_reused == 0
+        assert mem.system == "mem0"
+        assert mem.metrics["parse_failure_rate"].value is None
+        assert "parse_failure_rate" in mem.not_measured
+        # The same mem0 run again takes its own records whole.
+        _, again, _ = Runner(
+            config(
+                server,
+                tmp_path,
+                cache_mode="read-write",
+                cache_path=cache,
+                out=str(tmp_path / "mem0-again"),
+            )
+        ).run()
+    assert again.calls.records_reused == 2  # the three failed cases are not kept
+    assert again.metrics == mem.metrics
