@@ -299,7 +299,7 @@ def test_a_run_of_another_system_takes_no_record_of_ours(tmp_path, fake_system):
     measure as n/m, not our pipeline's figures under mem0's name."""
     cache = str(tmp_path / "cache.sqlite")
     with LoopbackServer(script) as server:
-        own_dir, own, _ = Runner(
+        _own_dir, own, _ = Runner(
             config(
                 server,
                 tmp_path,
@@ -310,7 +310,7 @@ def test_a_run_of_another_system_takes_no_record_of_ours(tmp_path, fake_system):
             )
         ).run()
         assert not own.not_measured and own.metrics["parse_failure_rate"].value is not None
-        mem_dir, mem, _ = Runner(
+        _mem_dir, mem, _ = Runner(
             config(
                 server,
                 tmp_path,
