@@ -1,13 +1,15 @@
 """What a run prints while its cases run, on stderr: on a terminal one status line
-redrawn every second (the phase, the case running and for how long, the ETA); otherwise
+redrawn every second (the cases done and the ETA first, then the phase and the case
+running and for how long); otherwise
 (CI logs) a line every 10%. ``--quiet`` turns both off."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TextIO
 
 from hy_eval._terminal import echo, neutralise
@@ -31,13 +33,48 @@ def clock(seconds: float) -> str:
     return f"{h}:{m:02d}:{sec:02d}" if h else f"{m}:{sec:02d}"
 
 
+#: The work of a case that its conversation does not show, in estimated prompt tokens:
+#: the system prompt with its examples (about 1,000 to 1,500 tokens in prompts/default) and
+#: the answer. Added to every case's weight, so a short case still costs something.
+CASE_OVERHEAD_TOKENS = 1200.0
+
+
+def estimated_tokens(text: str) -> float:
+    """Prompt tokens of ``text``, estimated without a tokenizer: a CJK character is about
+    one token, other text about four characters a token."""
+    cjk = sum(1 for ch in text if "\u3000" <= ch <= "\u9fff" or "\uff00" <= ch <= "\uffef")
+    return cjk + (len(text) - cjk) / 4
+
+
+def case_weight(line: str) -> float:
+    """A case's expected work from its dataset line, before it runs: the estimated prompt
+    tokens of its conversation and existing memories, plus ``CASE_OVERHEAD_TOKENS``. A
+    line that is not a case object weighs the overhead alone (the run reports it)."""
+    try:
+        case = json.loads(line)
+    except ValueError:
+        return CASE_OVERHEAD_TOKENS
+    if not isinstance(case, dict):
+        return CASE_OVERHEAD_TOKENS
+    messages, existing = case.get("messages"), case.get("existing")
+    messages = messages if isinstance(messages, list) else []
+    existing = existing if isinstance(existing, list) else []
+    parts = [m.get("content") for m in messages if isinstance(m, dict)]
+    parts += [m.get("text") for m in existing if isinstance(m, dict)]
+    text = "".join(p for p in parts if isinstance(p, str))
+    return CASE_OVERHEAD_TOKENS + estimated_tokens(text)
+
+
 class Progress:
     """Counts the cases as they start and finish and says where the run is.
 
-    The ETA is the mean time of the cases finished in this run (records reused from the
-    cache left out: they take no time) times the cases left, divided by the cases run at
-    once; there is none before the first case has finished. ``clock_s`` and ``stream``
-    are for tests."""
+    The ETA comes from the work left, not from the cases left: each case's weight
+    (``case_weight``: its prompt tokens, estimated from its line before it runs) times the
+    seconds per unit of weight measured on the cases finished in this run (records reused
+    from the cache left out: they take no time), less what the running cases have already
+    spent, divided by the cases run at once; none before the first case has finished.
+    Without ``weights`` every case weighs the same. ``clock_s`` and ``stream`` are for
+    tests."""
 
     def __init__(
         self,
@@ -47,6 +84,7 @@ class Progress:
         *,
         enabled: bool,
         concurrency: int = 1,
+        weights: Mapping[str, float] | None = None,
         stream: TextIO | None = None,
         clock_s: Callable[[], float] = time.perf_counter,
     ) -> None:
@@ -61,8 +99,15 @@ class Progress:
         self.running: dict[str, tuple[int, float]] = {}
         self._numbered = done
         self._ran_s: list[float] = []
+        self._weights = dict(weights or {})
+        #: The weight of the cases not finished yet (those running included).
+        self._left_w = sum(self._weights.values()) if self._weights else float(total - done)
+        self._ran_w = 0.0  # the weight of the cases whose time is in ``_ran_s``
         self._drawn = 0  # width of the status line on screen (0: none)
         self.tty = enabled and (stream.isatty() if stream is not None else sys.stderr.isatty())
+
+    def _weight(self, label: str) -> float:
+        return self._weights.get(label, 1.0) if self._weights else 1.0
 
     # -- events ----------------------------------------------------------------------
 
@@ -74,8 +119,11 @@ class Progress:
         number_started = self.running.pop(label, None)
         self.done += 1
         self.errors += error
+        weight = self._weight(label)
+        self._left_w = max(0.0, self._left_w - weight)
         if number_started is not None and not reused:
             self._ran_s.append(self._now() - number_started[1])
+            self._ran_w += weight
         if (
             not self.tty
             and self.enabled
@@ -86,11 +134,22 @@ class Progress:
     # -- text ------------------------------------------------------------------------
 
     def eta_s(self) -> float | None:
-        """Seconds left, from the measured mean per case; ``None`` before the first."""
+        """Seconds left: the work left at the measured seconds per unit of work, less what
+        the running cases have spent, shared among the cases run at once; ``None`` before
+        the first case has finished."""
+        if not self._ran_s or self._ran_w <= 0:
+            return None
+        rate = sum(self._ran_s) / self._ran_w
+        now = self._now()
+        spent = sum(now - since for _, since in self.running.values())
+        return max(0.0, rate * self._left_w - spent) / self.concurrency
+
+    def seconds_per_case(self) -> float | None:
+        """Wall-clock seconds per finished case with ``concurrency`` cases at once: each
+        case's measured time shared among the cases that ran beside it."""
         if not self._ran_s:
             return None
-        mean = sum(self._ran_s) / len(self._ran_s)
-        return mean * (self.total - self.done) / self.concurrency
+        return sum(self._ran_s) / len(self._ran_s) / self.concurrency
 
     def phase_text(self) -> str:
         """``loading the model (12 s), case 1 of 457: ms-0001 (12 s)``: what runs now."""
@@ -111,23 +170,37 @@ class Progress:
             parts.append("starting")
         return ", ".join(parts)
 
-    def summary_text(self) -> str:
-        """``12/457 cases, 1:02 elapsed, 4.1 s/case, ETA 30:12, calls ...``."""
-        s = self.llm.stats
-        text = f"{self.done}/{self.total} cases, {clock(self._now() - self.started)} elapsed"
+    def head_text(self) -> str:
+        """``12/457 cases, ETA 30:12``: what the status line shows first, so that a
+        narrow terminal cuts anything but it."""
         eta = self.eta_s()
-        if eta is not None:
-            mean = sum(self._ran_s) / len(self._ran_s)
-            text += f", {mean:.1f} s/case, ETA {clock(eta)}"
+        return f"{self.done}/{self.total} cases" + (
+            f", ETA {clock(eta)}" if eta is not None else ""
+        )
+
+    def rest_text(self) -> str:
+        """``1:02 elapsed, 2.1 s/case (2 at once), calls ...``: the counts after the head."""
+        s = self.llm.stats
+        text = f"{clock(self._now() - self.started)} elapsed"
+        per_case = self.seconds_per_case()
+        if per_case is not None:
+            at_once = f" ({self.concurrency} at once)" if self.concurrency > 1 else ""
+            text += f", {per_case:.1f} s/case{at_once}"
         tokens = s.usage.input_tokens + s.usage.output_tokens
         return (
             f"{text}, calls {s.calls}, cache hits {s.cache_hits}, tokens {tokens}, "
             f"errors {self.errors}"
         )
 
+    def summary_text(self) -> str:
+        """``12/457 cases, ETA 30:12, 1:02 elapsed, 2.1 s/case, calls ...``."""
+        return f"{self.head_text()}, {self.rest_text()}"
+
     def status_text(self) -> str:
+        """The head, then the phase (what runs now), then the counts."""
         phase = self.phase_text()
-        return f"{phase} | {self.summary_text()}" if phase else self.summary_text()
+        parts = [self.head_text(), phase, self.rest_text()] if phase else [self.summary_text()]
+        return " | ".join(parts)
 
     # -- the terminal line -----------------------------------------------------------
 

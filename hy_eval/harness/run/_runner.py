@@ -23,7 +23,7 @@ from hy_eval.harness.run._config import RunConfig
 from hy_eval.harness.run._folder import FolderLock, lock_folder, model_mismatch, resume_command
 from hy_eval.harness.run._plan import RunError, RunPlan, SystemUnavailable, plan_run
 from hy_eval.harness.run._pool import gather_until_sigint, interrupter, tick_every_second
-from hy_eval.harness.run._progress import Progress, structured_note
+from hy_eval.harness.run._progress import Progress, case_weight, structured_note
 from hy_eval.harness.run._reuse import (
     RecordCache,
     case_record_key,
@@ -309,6 +309,20 @@ class Runner:
             raise RunError(str(miss), exit_code=ExitCode.CACHE_MISS)
         return summary
 
+    def _label(self, case_id: str, repeat: int) -> str:
+        """A running case as the status line names it."""
+        return case_id if self.config.repeats == 1 else f"{case_id} repeat {repeat}"
+
+    def _weights(self, suite: Suite, todo: dict[str, list[int]]) -> dict[str, float]:
+        """Each (case, repeat) still to run by its label, weighed by its line
+        (``case_weight``), for the ETA: one read of the lines, nothing kept but numbers."""
+        out = {}
+        for ref, text in suite.iter_lines(set(todo)):
+            weight = case_weight(text)
+            for repeat in todo[ref.id]:
+                out[self._label(ref.id, repeat)] = weight
+        return out
+
     async def _run_cases(
         self,
         suite: Suite,
@@ -330,6 +344,7 @@ class Runner:
             self.answer_client() or llm,  # an external system's calls go through its server
             enabled=self.config.progress,
             concurrency=workers,
+            weights=self._weights(suite, todo) if self.config.progress else None,
         )
         # Bounded: cases are parsed as workers need them, so memory does not grow with
         # the suite. None tells a worker to stop.
@@ -360,7 +375,7 @@ class Runner:
                 if item is None or stop.is_set():
                     return
                 ref, _, repeat = item
-                label = ref.id if self.config.repeats == 1 else f"{ref.id} repeat {repeat}"
+                label = self._label(ref.id, repeat)
                 progress.start(label)
                 progress.draw()
                 reused = self.records_reused
