@@ -237,11 +237,17 @@ def _add_selection_flags(p: argparse.ArgumentParser) -> None:
         "made on first use (docs/systems.md)",
     )
     p.add_argument("--variant", default="default", help="prompt variant (default: default)")
-    p.add_argument("--limit", type=int, help="run only the first N cases (after --filter)")
+    p.add_argument(
+        "--limit",
+        type=int,
+        help="run only the first N cases in file order (after --filter); in multi_speaker "
+        "these are all English: --sample N is the quick look",
+    )
     p.add_argument(
         "--sample",
         type=int,
-        help="run N cases spread evenly over the suite (after --filter): a fixed subset",
+        help="run N cases spread evenly over every file of the suite (after --filter): a "
+        "fixed subset of both languages, the quick look",
     )
     p.add_argument("--filter", help="lang=zh,tag=adversarial,rule=A2,id=... (all must hold)")
     p.add_argument("--no-guard", action="store_true", help="switch the cross-subject guard off")

@@ -18,6 +18,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from hy_eval.harness.report._notes import MEANINGS, reading_notes
 from hy_eval.harness.runlog import CaseRecord, MetricEntry, RunManifest, RunSummary, ScoreCheck
 from hy_eval.harness.scoring import ACCURACY_METRICS, METRICS, corrected_text, quality_text
 
@@ -236,6 +237,8 @@ def report_page(
         plots=[(name, base64.b64encode(data).decode()) for name, data in plots.items()],
         truncation=truncation,
         partial=partial,
+        notes=reading_notes(summary),
+        meanings=MEANINGS,
         run_name=run_name,
         matcher_quality=quality_text(summary.matcher, summary.matcher_quality)
         + corrected_text(summary),

@@ -25,6 +25,7 @@ from hy_eval.harness.analysis import (
     ratio_with_ci,
     repeat_summary,
 )
+from hy_eval.harness.report._notes import MEANINGS, reading_notes
 from hy_eval.harness.report._pages import case_entry, report_page
 from hy_eval.harness.report._plots import draw
 from hy_eval.harness.runlog import (
@@ -279,8 +280,9 @@ def markdown_report(summary: RunSummary, run_dir: Path) -> str:
             else []
         ),
         *([f"**{partial_text(summary)}**", ""] if summary.partial else []),
+        *[x for note in reading_notes(summary) for x in (f"**{note}**", "")],
         f"{summary.cases} cases, {summary.passed} passed. Guard "
-        f"{'on' if summary.guard else 'off'}{guarded}. Wall time {summary.wall_s:.1f} s. "
+        f"{'on' if summary.guard else 'off'}{guarded}. Wall time {wall_text(summary)}. "
         f"Tokens {summary.tokens.input:,} in / {summary.tokens.output:,} out. "
         f"Cost {cost}.",
         "",
@@ -292,6 +294,8 @@ def markdown_report(summary: RunSummary, run_dir: Path) -> str:
     for name in METRICS:
         shown = fmt_ratio(m[name]) if m[name].value is not None else summary.missing(name)
         lines.append(f"| {name} | {shown} | {m[name].n} |")
+    lines += ["", "What each metric counts (docs/metrics.md has the rules):", ""]
+    lines += [f"- `{name}`: {MEANINGS[name]}" for name in METRICS]
     for key, title in (("lang", "language"), ("rule", "rule"), ("tag", "tag")):
         lines += [
             "",
@@ -331,6 +335,11 @@ def markdown_report(summary: RunSummary, run_dir: Path) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def wall_text(summary: RunSummary) -> str:
+    """``1234.5 s``, or ``unknown`` for a partial run, whose wall time is not known."""
+    return "unknown" if summary.partial else f"{summary.wall_s:.1f} s"
 
 
 def partial_text(summary: RunSummary) -> str | None:
@@ -382,6 +391,7 @@ def terminal_summary(summary: RunSummary, run_dir: Path) -> str:
         rows.append(cut)
     if summary.matcher != "keyword":
         rows.append(matcher_line(summary, plain=True))
+    rows.extend(reading_notes(summary))
     rows.append(
         f"{summary.cases} cases, {summary.passed} passed; report: {run_dir / 'report.html'}"
     )
