@@ -4,6 +4,7 @@ suite; then the gates. The work is the harness's; this module reads flags and pr
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hy_eval._exitcodes import ExitCode
@@ -121,13 +122,35 @@ def cmd_run(args: argparse.Namespace) -> int:
         rate = summary.metrics["error_rate"].value
         echo(
             f"hy-eval: error: {rate:.1%} of cases failed with provider errors "
-            f"(tolerance {config.max_error_rate:.1%})",
+            f"(tolerance {config.max_error_rate:.1%}){_error_cause(run_dir)}",
             err=True,
         )
         return code
     if gates is not None:
         return _apply_gates(gates, summary, run_dir, args.baseline)
     return code
+
+
+def _error_cause(run_dir: Path) -> str:
+    """``; most often (18 of 20): <error>; every case's error is in cases.jsonl``: the
+    commonest error of the run's failed cases, so the cause is read in the terminal."""
+    from collections import Counter
+
+    from hy_eval.harness.runlog import RECORDS_NAME, RunFolderError, read_records
+    from hy_eval.llm import short_text
+
+    try:
+        errors = Counter(
+            short_text(r.error, 200) for r in read_records(run_dir / RECORDS_NAME) if r.error
+        )
+    except (OSError, RunFolderError):
+        return ""
+    if not errors:
+        return ""
+    error, count = errors.most_common(1)[0]
+    total = sum(errors.values())
+    where = run_dir / RECORDS_NAME
+    return f"; most often ({count} of {total}): {error}; every case's error is in {where}"
 
 
 def _miss_hint(args: argparse.Namespace, config: RunConfig, perturbation: str | None) -> str:

@@ -83,6 +83,8 @@ async def run_case(
         fields.update(run.fields)
     if outcome.error is not None:
         fields.update(status="error", error=outcome.error)
+        # What the system cannot measure stays n/m on a failed case too.
+        outcome.not_measured = frozenset(getattr(system, "not_measured", frozenset()))
     score = await _score(case, outcome, fields, matcher, judge, label)
     fields["latency_s"] = round(time.perf_counter() - started, 4)
     fields["score"] = score.record()

@@ -25,6 +25,7 @@ from hy_eval.harness.run._folder import (
     folder_problem,
 )
 from hy_eval.harness.runlog import RECORDS_NAME, RunFolderError, RunManifest, read_manifest
+from hy_eval.harness.systems import LOCAL_CONTEXT
 from hy_eval.memory import PromptError, PromptLibrary
 from hy_eval.memory._prompts import LANGUAGES, STAGES
 
@@ -91,6 +92,9 @@ def plan_run(cfg: RunConfig, suite: Suite | None = None) -> RunPlan:
     cfg, previous = resume_settings(cfg)
     if previous is not None:
         suite = None  # the suite the manifest names
+    elif cfg.context is None and cfg.provider == "local" and cfg.system in LOCAL_CONTEXT:
+        # The context the system needs on the embedded model; the manifest records it.
+        cfg = cfg.model_copy(update={"context": LOCAL_CONTEXT[cfg.system]})
     problem = cfg.problem()
     if problem:
         raise RunError(f"{cfg.resume}/manifest.json: {problem}" if cfg.resume else problem)
@@ -156,7 +160,8 @@ def _new_folder(cfg: RunConfig, suite: Suite) -> Path:
     else:
         stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
         model = _slug(cfg.model or cfg.provider)
-        run_dir = REPORTS_DIR / f"{stamp}-{suite.name}-{model}-{cfg.variant}"
+        system = "" if cfg.system == "hy_eval" else f"{cfg.system}-"
+        run_dir = REPORTS_DIR / f"{stamp}-{suite.name}-{system}{model}-{cfg.variant}"
     if (run_dir / RECORDS_NAME).exists():
         raise RunError(f"{run_dir}: already holds a run; use --resume {run_dir}")
     return run_dir

@@ -228,9 +228,13 @@ class Runner:
         )
         if cfg.perturb:
             repeats = f", perturbation {cfg.perturb} (seed {cfg.perturb_seed})" + repeats
+        system = "" if cfg.system == "hy_eval" else f"system {cfg.system}, "
+        if cfg.context is not None and llm.provider.name == "local":
+            system += f"context {cfg.context}, "
         echo(
             f"hy-eval: {plan.suite.name}: {len(plan.cases)} cases ({done} already done), "
-            f"provider {llm.provider.name}, model {llm.provider.model}, variant {cfg.variant}, "
+            f"{system}provider {llm.provider.name}, model {llm.provider.model}, "
+            f"variant {cfg.variant}, "
             f"cache {cfg.cache_mode}" + structured_note(llm) + repeats,
             err=True,
         )

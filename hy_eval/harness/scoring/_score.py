@@ -313,9 +313,8 @@ def score_case(case: Case, outcome: Outcome, matcher: Matcher | None = None) -> 
     c["error_rate"] = (1 if outcome.error else 0, 1)
     if outcome.error:
         c["case_pass"] = (0, 1)
-        return CaseScore(
-            c, False, [], [{"check": "error", "ok": False, "detail": outcome.error}], []
-        )
+        check = {"check": "error", "ok": False, "detail": outcome.error}
+        return CaseScore(c, False, [], [check], [], sorted(outcome.not_measured))
     facts = outcome.facts
     subjects = [subject_of(f["text"], case.speakers) for f in facts]
     counts, checks, confusion = _score_facts(

@@ -2,7 +2,13 @@
 external systems (Hy Memory's SDK, mem0) each in a virtualenv of its own, spoken to by a
 worker process in JSON lines. Sits above ``gate`` and below ``run``."""
 
-from hy_eval.harness.systems._base import SYSTEM_NAMES, CaseFailed, MemorySystem, SystemRun
+from hy_eval.harness.systems._base import (
+    LOCAL_CONTEXT,
+    SYSTEM_NAMES,
+    CaseFailed,
+    MemorySystem,
+    SystemRun,
+)
 from hy_eval.harness.systems._external import ExternalSystem, WorkerSettings
 from hy_eval.harness.systems._launch import ExternalRun
 from hy_eval.harness.systems._own import OwnPipeline
@@ -15,6 +21,7 @@ from hy_eval.harness.systems._venv import (
 )
 
 __all__ = [
+    "LOCAL_CONTEXT",
     "SYSTEM_NAMES",
     "CaseFailed",
     "ExternalRun",

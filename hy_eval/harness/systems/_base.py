@@ -12,6 +12,11 @@ from hy_eval.harness.scoring import Outcome
 #: The systems ``--system`` takes; ``hy_eval`` is this package's own pipeline.
 SYSTEM_NAMES = ("hy_eval", "hy_memory", "mem0")
 
+#: The embedded model's context (tokens) a system needs when ``--context`` is not given:
+#: mem0's extraction prompt is longer than SmolLM2's 8,192 trained positions, and every
+#: case fails with the default (docs/systems.md).
+LOCAL_CONTEXT = {"mem0": 16384}
+
 
 @dataclass
 class SystemRun:

@@ -20,7 +20,7 @@ from typing import Any
 
 from hy_eval.harness.datasets import Case
 from hy_eval.harness.systems._base import CaseFailed, SystemRun
-from hy_eval.harness.systems._storediff import store_run
+from hy_eval.harness.systems._storediff import NEVER_MEASURED, not_measured, store_run
 from hy_eval.harness.systems._venv import worker_script
 from hy_eval.llm import CacheMiss
 
@@ -160,10 +160,20 @@ class ExternalSystem:
         self.settings = settings
         self.first_miss, self.spent = first_miss, spent
         self._worker: _Worker | None = None
+        #: The ``measures`` of the worker's ready line, once a worker said it.
+        self.measures: list[str] | None = None
+
+    @property
+    def not_measured(self) -> frozenset[str]:
+        """The metrics this system cannot expose (an errored case's record says them too,
+        so a run whose every case failed still reads n/m, not n/a); before a worker said
+        what it measures, those no external system has."""
+        return not_measured(self.measures) if self.measures is not None else NEVER_MEASURED
 
     async def add_case(self, case: Case, *, label: str, repeat: int) -> SystemRun:
         if self._worker is None:
             self._worker = await _Worker.start(self.settings)
+            self.measures = list(self._worker.ready.get("measures") or [])
         worker = self._worker
         try:
             answer = await worker.ask(_request(case, label), self.settings.case_timeout)
