@@ -69,12 +69,21 @@ def cmd_table(args: argparse.Namespace) -> int:
 def cmd_baseline_bless(args: argparse.Namespace) -> int:
     from hy_eval.harness import CompareError, GateConfigError
     from hy_eval.harness.gate import bless
+    from hy_eval.harness.runlog import read_baseline
 
     try:
-        path = bless(args.run_dir, args.out, force=args.force)
+        path, before = bless(args.run_dir, args.out, force=args.force)
     except (GateConfigError, CompareError) as exc:
         raise UserError(str(exc)) from None
-    echo(f"baseline written: {path}")
+    after = len(read_baseline(path).cases)
+    change = "" if before is None else f" (it held {before})"
+    echo(f"baseline written: {path}: {after} cases{change}")
+    if before is not None and after < before:
+        echo(
+            f"hy-eval: warning: the baseline shrank from {before} to {after} cases (--force): "
+            "gates against it now see only these",
+            err=True,
+        )
     return ExitCode.OK
 
 

@@ -191,6 +191,9 @@ def test_ctrl_c_on_the_local_model_exits_at_once_keeping_the_answers(tmp_path):
     assert err.count("interrupted") == 1, err
     assert err.count("Resume with:") == 1, err
     assert "Traceback" not in err
+    # The message says the running case's unfinished answer is discarded, and no longer
+    # offers a second Ctrl-C that the finished run could not take.
+    assert "its unfinished model answer is discarded" in err and "Ctrl-C again" not in err
     print(f"exit {took:.2f} s after SIGINT")
     assert ids_of(run_dir) == ["t-00", "t-01", "t-02", "t-03"]
     assert cached_answers(cache) == 5

@@ -215,10 +215,13 @@ def replacement_problem(path: Path, new: Baseline) -> str | None:
     )
 
 
-def bless(run_dir: str | Path, out: str | Path | None = None, *, force: bool = False) -> Path:
+def bless(
+    run_dir: str | Path, out: str | Path | None = None, *, force: bool = False
+) -> tuple[Path, int | None]:
     """Write the baseline for a finished run. Explicit only: nothing else calls this.
     Refuses (``GateConfigError``) to replace a baseline over more cases, or of another
-    suite or matcher, unless ``force``."""
+    suite or matcher, unless ``force``. Returns the file and the cases of the baseline it
+    replaced (None: there was none, or none that reads as one)."""
     run = run_outcomes(run_dir)
     log = read_run(run_dir)
     try:
@@ -256,9 +259,13 @@ def bless(run_dir: str | Path, out: str | Path | None = None, *, force: bool = F
     problem = None if force else replacement_problem(path, baseline)
     if problem:
         raise GateConfigError(problem)
+    try:
+        before: int | None = len(read_baseline(path).cases)
+    except (OSError, RunFolderError):
+        before = None
     path.parent.mkdir(parents=True, exist_ok=True)
     write_baseline(path, baseline)
-    return path
+    return path, before
 
 
 def load_baseline(path: str | Path) -> RunOutcomes:

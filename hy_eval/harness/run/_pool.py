@@ -40,9 +40,12 @@ async def gather_until_sigint(
             echo("hy-eval: Ctrl-C again: quitting now", err=True, flush=True)
             os._exit(ExitCode.INTERRUPTED)
         stop.set()
+        # No "Ctrl-C again" hint: the run is usually over before anyone could press it,
+        # and a hint printed after the prompt is back reads as a question left open.
         echo(
-            "\nhy-eval: interrupted: no new case starts; answers received are kept "
-            "(Ctrl-C again quits at once)",
+            f"\nhy-eval: interrupted: no new case starts; a case still running stops within "
+            f"{INTERRUPT_GRACE_S:g} s and its unfinished model answer is discarded (a resume "
+            "runs that case again); every answer received is kept",
             err=True,
             flush=True,
         )

@@ -317,5 +317,9 @@ def test_bless_refuses_to_replace_a_baseline_over_more_cases(tmp_path, capsys):
     assert "matcher keyword where it has strict" in capsys.readouterr().err
     assert baseline.read_text() == before
     assert main(["baseline", "bless", str(full), "--out", str(baseline)]) == 0
+    assert f"baseline written: {baseline}: 6 cases (it held 6)" in capsys.readouterr().out
     assert main(["baseline", "bless", str(small), "--out", str(baseline), "--force"]) == 0
     assert len(json.loads(baseline.read_text())["cases"]) == 2
+    said = capsys.readouterr()  # --force shrinking a baseline says so, not only "written"
+    assert f"baseline written: {baseline}: 2 cases (it held 6)" in said.out
+    assert "warning: the baseline shrank from 6 to 2 cases (--force)" in said.err
