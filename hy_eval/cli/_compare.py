@@ -63,6 +63,8 @@ def cmd_table(args: argparse.Namespace) -> int:
         raise UserError(str(exc), exc.exit_code) from None
     echo(result.text)
     echo(f"table: {result.report}")
+    for page in result.pages:
+        echo(f"comparison page: {page}")
     return ExitCode.OK
 
 

@@ -224,6 +224,8 @@ def cmd_matrix(args: argparse.Namespace) -> int:
         raise UserError(str(exc), exc.exit_code) from None
     echo(result.text)
     echo(f"matrix report: {result.report}")
+    for page in result.pages:
+        echo(f"comparison page: {page}")
     return result.code
 
 

@@ -35,6 +35,7 @@ from hy_eval.harness.analysis._matcher_eval import (
     read_pairs,
     scores,
 )
+from hy_eval.harness.analysis._outputs_diff import diff_words
 from hy_eval.harness.analysis._pairdraw import (
     VerdictFileError,
     agreement,
@@ -96,6 +97,7 @@ __all__ = [
     "consistency",
     "conversation_text",
     "decide_all",
+    "diff_words",
     "draw",
     "evaluate",
     "evaluation_text",

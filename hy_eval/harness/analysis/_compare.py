@@ -424,8 +424,29 @@ def compare(
             "flipped_count": len(flips),
             "flipped": flips,
             **_consistency_of(a, b, ids, fixed + broken),
+            "prompts_changed": prompts_changed(a, b),
         }
     )
+
+
+def prompts_changed(a: RunOutcomes, b: RunOutcomes) -> list[str] | None:
+    """The prompt files whose hash differs between the runs (or that one run alone used),
+    by the file name without its variant folder (``extract.en.j2``); None when either side
+    has no prompt hashes (an old run, or a baseline written without them)."""
+    ha = getattr(a.meta, "prompt_hashes", None)
+    hb = getattr(b.meta, "prompt_hashes", None)
+    if not ha or not hb:
+        return None
+
+    def by_file(hashes: dict[str, str]) -> dict[str, str]:
+        # A variant's file that extends default's is one prompt with both files' hashes.
+        out: dict[str, list[str]] = {}
+        for name, digest in hashes.items():
+            out.setdefault(name.rsplit("/", 1)[-1], []).append(digest)
+        return {name: " ".join(sorted(digests)) for name, digests in out.items()}
+
+    fa, fb = by_file(ha), by_file(hb)
+    return sorted(f for f in set(fa) | set(fb) if fa.get(f) != fb.get(f))
 
 
 def _adjust(metrics: dict[str, dict[str, Any]], alpha: float) -> list[str]:

@@ -43,3 +43,47 @@ def json_safe(value: Any) -> Any:
 def _path_key(path: str) -> list[tuple[int, int | str]]:
     """``root['facts'][10]`` after ``root['facts'][2]``: numbers compare as numbers."""
     return [(0, int(p)) if p.isdigit() else (1, p) for p in re.split(r"(\d+)", path)]
+
+
+#: How a user names each part of a case's outputs (``outputs_of``'s keys).
+PART_WORDS = {
+    "facts": "facts",
+    "operations": "operations",
+    "basic_info": "profile",
+    "error": "error",
+}
+#: deepdiff's kinds of change, in a user's words.
+CHANGE_WORDS = {
+    "values_changed": "changed",
+    "type_changes": "changed",
+    "iterable_item_added": "added",
+    "dictionary_item_added": "added",
+    "set_item_added": "added",
+    "iterable_item_removed": "removed",
+    "dictionary_item_removed": "removed",
+    "set_item_removed": "removed",
+}
+
+
+def diff_words(diff: Mapping[str, Any]) -> str:
+    """A structural diff in a user's words: ``facts: 2 changed, 1 removed; profile
+    changed; operations: 1 removed`` (deepdiff's ``iterable_item_removed`` and its
+    ``root['facts'][2]`` paths counted per part of the outputs)."""
+    counts: dict[str, dict[str, int]] = {}
+    for kind, paths in diff.items():
+        word = CHANGE_WORDS.get(kind, "changed")
+        for path in paths if isinstance(paths, (dict, list)) else [paths]:
+            found = re.match(r"root\['([^']+)'\](\[)?", str(path))
+            part = PART_WORDS.get(found.group(1), found.group(1)) if found else "outputs"
+            indexed = bool(found and found.group(2))
+            key = part if indexed else f"{part}\0"  # a whole part: "profile changed"
+            bucket = counts.setdefault(key, {})
+            bucket[word] = bucket.get(word, 0) + 1
+    out = []
+    for key, words in counts.items():
+        part, whole = key.rstrip("\0"), key.endswith("\0")
+        if whole:
+            out.append(f"{part} " + ", ".join(sorted(words)))
+        else:
+            out.append(f"{part}: " + ", ".join(f"{n} {w}" for w, n in sorted(words.items())))
+    return "; ".join(sorted(out)) or "-"

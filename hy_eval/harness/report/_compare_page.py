@@ -28,6 +28,7 @@ from hy_eval.harness.report._compare_text import (
 )
 from hy_eval.harness.report._pages import BREAKDOWN_METRICS, render_page
 from hy_eval.harness.report._perturbed import consistency_text
+from hy_eval.harness.report._verdict import prompts_line, verdict_line
 from hy_eval.harness.runlog import ComparedMetric, Comparison
 from hy_eval.harness.scoring import ACCURACY_METRICS
 
@@ -192,6 +193,8 @@ def compare_page(
         shared_note=SHARED_NOTE,
         own_lines=own_value_lines(result),
         verdicts=verdict_lines(result),
+        verdict=verdict_line(result),
+        prompts=prompts_line(result),
         consistency=[line.strip() for line in consistency],
         mde=result.mde_case_pass,
         groups=_group_rows(groups, changed),

@@ -17,6 +17,7 @@ count for that metric in both runs, so they can differ from a run's own headline
 from __future__ import annotations
 
 from hy_eval._terminal import neutralise
+from hy_eval.harness.report._verdict import prompts_line, verdict_line
 from hy_eval.harness.runlog import Comparison, OwnValue
 from hy_eval.harness.scoring import matcher_text
 
@@ -125,7 +126,11 @@ def comparison_text(result: Comparison) -> str:
     run's own values where they differ, the flipped and changed cases, consistency."""
     alpha = result.alpha
     level = round(100 * result.ci_level)
-    lines = [header_line(result), *_metric_table(result, level), *own_value_lines(result)]
+    lines = [header_line(result), verdict_line(result)]
+    prompts = prompts_line(result)
+    if prompts:
+        lines.append(prompts)
+    lines += [*_metric_table(result, level), *own_value_lines(result)]
     flipped, *changed = verdict_lines(result)
     lines.append(flipped)
     for flip in result.flipped[:20]:

@@ -58,6 +58,11 @@ class MatrixResult:
     def report(self) -> Path:
         return self.root / "matrix.md"
 
+    @property
+    def pages(self) -> list[Path]:
+        """The comparison pages, one per combination after the first."""
+        return [self.root / f"compare-{e.name}.html" for e in self.entries[1:]]
+
 
 def combination_name(spec: ModelSpec, variant: str, system: str = "hy_eval") -> str:
     """``[<system>--]<provider>[_<model>]--<variant>``: the system only when it is not
@@ -201,6 +206,8 @@ def _tokens_per_case(summary: RunSummary) -> float:
 
 def flipped_sections(result: MatrixResult) -> list[str]:
     """Per comparison, the cases whose pass/fail flipped, linked to both reports."""
+    from hy_eval.harness.analysis import diff_words
+
     first = result.entries[0].name
     home = _link(result.root, result.entries[0].run_dir)
     lines: list[str] = []
@@ -214,7 +221,7 @@ def flipped_sections(result: MatrixResult) -> list[str]:
         lines.append("| case | change | drill-down | what changed |\n|---|---|---|---|")
         for f in comparison.flipped:
             links = f"[A]({home}/report.html#{f.id}) / [B]({there}/report.html#{f.id})"
-            changed = ", ".join(sorted(f.diff)) or "-"
+            changed = diff_words(f.diff)
             lines.append(f"| {f.id} | {f.change} | {links} | {changed} |")
     return lines
 

@@ -148,6 +148,11 @@ class Comparison(RunFile):
     p_holm: float | None = Field(
         default=None, description="In a matrix: McNemar's p Holm-adjusted across the comparisons."
     )
+    prompts_changed: list[str] | None = Field(
+        default=None,
+        description="The prompt files (variant/stage.lang.j2) whose text differs between A and "
+        "B, or that only one uses; None when a side does not record its prompts.",
+    )
 
     def metric(self, name: str) -> ComparedMetric:
         """The entry of metric ``name`` (a metric the comparison lacks: an empty one)."""

@@ -49,12 +49,22 @@ def test_metric_table_shows_the_interval_and_n_and_what_is_not_measured():
 
 def test_flipped_cases_link_both_reports():
     result = MatrixResult(Path("."), [entry("a", 1.0), entry("b", 0.5)])  # runs in root
-    flipped = [{"id": "c1", "change": "broken", "diff": {"facts": 1}}]
+    diff = {
+        "values_changed": {
+            "root['facts'][0]": {},
+            "root['facts'][1]": {},
+            "root['basic_info']": {},
+        },
+        "iterable_item_removed": {"root['operations'][2]": ["ADD", 2, []]},
+    }
+    flipped = [{"id": "c1", "change": "broken", "diff": diff}]
     result.comparisons = [Comparison.model_validate({"a": "a", "b": "b", "flipped": flipped})]
     text = "\n".join(flipped_sections(result))
     assert "### Flipped cases: b against a" in text
     assert "[compare-b.html](compare-b.html)" in text
-    assert "| c1 | broken | [A](a/report.html#c1) / [B](b/report.html#c1) | facts |" in text
+    # What changed in a user's words, not deepdiff's (values_changed, iterable_item_removed).
+    changed = "facts: 2 changed; operations: 1 removed; profile changed"
+    assert f"| c1 | broken | [A](a/report.html#c1) / [B](b/report.html#c1) | {changed} |" in text
 
 
 def test_the_worst_exit_code_is_the_matrix_code():
