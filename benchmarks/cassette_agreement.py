@@ -1,6 +1,7 @@
-"""How many answers of a live run's cache equal the committed cassette's, key for key:
-a changed decoder (processes, threads, batching) must leave the embedded model's answers
-as recorded, or the cassette needs recording again.
+"""How many answers of a live run's cache equal the committed cassette's, key for key, and
+whether this machine decides answers as the recording one did. The command itself is
+``hy-eval cassette agree`` (docs/ci.md); this script is kept for the commands in
+benchmarks/README.md that name it.
 
     python run_eval.py --suite multi_speaker --sample 60 --cache /tmp/live.sqlite --out /tmp/live
     python benchmarks/cassette_agreement.py /tmp/live.sqlite [CASSETTE.jsonl]
@@ -8,12 +9,14 @@ as recorded, or the cassette needs recording again.
 
 from __future__ import annotations
 
-import json
-import sqlite3
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from hy_eval.cli import main as cli  # noqa: E402
+
 CASSETTE = ROOT / "tests" / "cassettes" / "multi_speaker.default.local.jsonl"
 
 
@@ -21,22 +24,9 @@ def main(argv: list[str]) -> int:
     if not argv:
         print(__doc__)
         return 2
-    cassette = Path(argv[1]) if len(argv) > 1 else CASSETTE
-    recorded = {}
-    with cassette.open(encoding="utf-8") as fh:
-        for line in fh:
-            row = json.loads(line)
-            recorded[row["key"]] = row["completion"]["text"]
-    with sqlite3.connect(argv[0]) as db:
-        rows = db.execute("SELECT key, completion FROM answers").fetchall()
-    known = [(key, json.loads(text)["text"]) for key, text in rows if key in recorded]
-    equal = sum(text == recorded[key] for key, text in known)
-    print(
-        f"{len(rows)} answers in the cache, {len(known)} of them asked in the cassette, "
-        f"{equal} equal to the cassette's text"
-    )
-    return 0 if equal == len(known) else 1
+    cassette = argv[1] if len(argv) > 1 else str(CASSETTE)
+    return cli(["cassette", "agree", "--cassette", cassette, "--cache", argv[0]])
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    raise SystemExit(main(sys.argv[1:]))

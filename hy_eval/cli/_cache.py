@@ -67,6 +67,91 @@ def cmd_cassette_record(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
+#: Differing answers listed by ``cassette agree`` (the rest counted).
+AGREE_SHOWN = 20
+
+
+def _cassette_rows(path: Path) -> dict[str, dict[str, Any]]:
+    """A cassette's rows by key (``UserError`` naming the line that is not one)."""
+    rows: dict[str, dict[str, Any]] = {}
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read the cassette ({exc.strerror})") from None
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            rows[str(row["key"])] = row
+        except (ValueError, KeyError, TypeError):
+            raise UserError(f"{path}:{number}: not a cassette row") from None
+    return rows
+
+
+def _first_user_text(request: Any) -> str:
+    """The start of a request's last user message, to tell a differing answer's case."""
+    messages = request.get("messages") if isinstance(request, dict) else None
+    users = [m.get("content") for m in messages or [] if isinstance(m, dict)]
+    text = str(users[-1]) if users else ""
+    return " ".join(text.split())[:70]
+
+
+def cmd_cassette_agree(args: argparse.Namespace) -> int:
+    """A cache's answers against a cassette's, key for key, and the two machines: exit 0
+    when every shared answer is equal, 1 when some differ."""
+    from hy_eval.harness.runlog import RunFolderError, read_manifest
+    from hy_eval.llm._machine import machine_info, machines_match, read_sidecar
+
+    cassette = Path(args.cassette)
+    recorded = _cassette_rows(cassette)
+    cache = _existing_cache(args)
+    shared, differ = 0, []
+    for key, _request, completion in cache.rows():
+        row = recorded.get(key)
+        if row is None:
+            continue
+        shared += 1
+        if json.loads(completion).get("text") != row["completion"].get("text"):
+            differ.append((key, row))
+    echo(
+        f"{shared} answers of {cache.path} were asked in {cassette}: "
+        f"{shared - len(differ)} equal, {len(differ)} differ"
+    )
+    for key, row in differ[:AGREE_SHOWN]:
+        request = row.get("request") or {}
+        stage = request.get("schema_name") or "?"
+        echo(f"  {key[:12]}  {stage:<12} {_first_user_text(request)}")
+    if len(differ) > AGREE_SHOWN:
+        echo(f"  ... and {len(differ) - AGREE_SHOWN} more")
+    ours = machine_info()  # without threads: the cache's run may have used any count
+    if args.run:
+        try:
+            ours = read_manifest(Path(args.run)).machine or ours
+        except RunFolderError as exc:
+            raise UserError(str(exc)) from None
+    theirs = read_sidecar(cassette)
+    if theirs is None:
+        echo(
+            "machines: the cassette does not say which machine recorded it (no "
+            f"{cassette.name}.machine.json; recorded before machines were kept)"
+        )
+    else:
+        same, keys = machines_match(ours, theirs)
+        if same:
+            echo("machines: the same llama.cpp features, kernels and threads as the recording")
+        else:
+            for k in keys:
+                echo(f"machines differ in {k}: here {ours.get(k)!r}, recorded {theirs.get(k)!r}")
+    if differ:
+        echo(
+            "Answers of the embedded model repeat on one machine, not across machines whose "
+            "CPU features or kernels differ (llama.cpp sums floats in another order): there "
+            "the committed cassette's replay is the reference (docs/ci.md)."
+        )
+    return ExitCode.GATE if differ else ExitCode.OK
+
+
 def cmd_cassette_import(args: argparse.Namespace) -> int:
     from hy_eval.llm import AnswerCache, import_cassette
 
@@ -117,3 +202,16 @@ def register_cassette(sub: Any) -> None:
     p.add_argument("file")
     add_cache_flag(p)
     p.set_defaults(func=cmd_cassette_import)
+    p = cassette.add_parser(
+        "agree",
+        help="which answers of a cache differ from a cassette's, and whether the machines "
+        "match (exit 1 when some differ)",
+    )
+    p.add_argument(
+        "--cassette",
+        default="tests/cassettes/multi_speaker.default.local.jsonl",
+        help="the cassette (default: the committed multi_speaker one)",
+    )
+    p.add_argument("--run", help="a run folder whose manifest names the machine of the cache")
+    add_cache_flag(p)
+    p.set_defaults(func=cmd_cassette_agree)

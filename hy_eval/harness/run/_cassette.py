@@ -3,14 +3,16 @@ asked exported to a JSON-lines file that CI imports and replays (docs/ci.md)."""
 
 from __future__ import annotations
 
+import json
 import tempfile
 from pathlib import Path
 
 from hy_eval._exitcodes import ExitCode
 from hy_eval.harness.run._config import RunConfig
 from hy_eval.harness.run._plan import RunError
-from hy_eval.harness.run._runner import Runner
+from hy_eval.harness.run._runner import Runner, local_machine
 from hy_eval.llm import AnswerCache, ModelOptions, export_cassette
+from hy_eval.llm._machine import sidecar
 
 
 def record_cassette(
@@ -47,4 +49,7 @@ def record_cassette(
     if code != ExitCode.OK or client is None or client.stats.errors or not options.cache_path:
         raise RunError("the recording run had provider errors; nothing written", ExitCode.PROVIDER)
     answers = export_cassette(AnswerCache(options.cache_path), client.keys_used, out_path)
+    machine = local_machine(client)
+    if machine is not None:  # the embedded model's answers depend on the machine
+        sidecar(out_path).write_text(json.dumps(machine, indent=1) + "\n", encoding="utf-8")
     return answers, summary.cases

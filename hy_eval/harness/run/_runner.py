@@ -11,6 +11,7 @@ import asyncio
 import datetime as dt
 import time
 from pathlib import Path
+from typing import Any
 
 from hy_eval._exitcodes import ExitCode, InterruptedRun
 from hy_eval._redact import redact_tree
@@ -57,8 +58,20 @@ from hy_eval.llm import (
     RunStopped,
     Usage,
 )
+from hy_eval.llm._machine import machine_info
 from hy_eval.memory import PromptLibrary
 from hy_eval.memory._prompts import PromptError
+
+
+def local_machine(llm: LLMClient) -> dict[str, Any] | None:
+    """The machine as the embedded model's answers depend on it, for a local run's
+    manifest; None for a remote model, whose machine is not ours to know."""
+    provider = llm.provider
+    if provider.name != "local":
+        return None
+    threads = getattr(provider, "threads", None)
+    processes = getattr(provider, "processes", None)
+    return machine_info(threads=threads, processes=processes)
 
 
 class Runner:
@@ -122,6 +135,7 @@ class Runner:
             # The openai provider's structured-output mode and how it was chosen.
             "structured_output": getattr(llm.provider, "structured_choice", None),
             "params": self.config.params(),
+            "machine": local_machine(llm),
             "git": git_state(),
             "packages": package_versions(),
             "started": previous.started if previous and previous.started else now,

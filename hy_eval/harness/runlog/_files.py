@@ -130,6 +130,12 @@ class RunManifest(BaseModel):
     provider: str = Field(description="Provider name (local, openai, anthropic, ...).")
     model: str = Field(description="Model name as the provider reports it.")
     base_url: str | None = Field(default=None, description="Endpoint, credentials redacted.")
+    machine: dict[str, Any] | None = Field(
+        default=None,
+        description="The embedded model's run only: llama.cpp's system info (CPU features, "
+        "kernels), the CPU, the threads per model process and the processes "
+        "(llm/_machine.py): answers repeat on a machine where these are equal.",
+    )
     structured_output: dict[str, Any] | None = Field(
         default=None,
         description="The openai provider's structured-output mode and how it was chosen.",
