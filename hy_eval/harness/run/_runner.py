@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -82,6 +83,8 @@ class Runner:
         self.config = config
         self._suite = suite
         self._folder_lock: FolderLock | None = None
+        #: The run folder this run made (not a resumed one), removed if no case reached it.
+        self._made_folder: Path | None = None
         self.llm: LLMClient | None = None
         #: The judge of a ``--matcher judge`` run (its client may be the pipeline's).
         self.judge: Judge | None = None
@@ -147,6 +150,8 @@ class Runner:
 
     def _open_folder(self, run_dir: Path, manifest: RunManifest) -> None:
         """Make and lock the run folder and write its manifest."""
+        if not run_dir.exists() and not self.config.resume:
+            self._made_folder = run_dir
         run_dir.mkdir(parents=True, exist_ok=True)
         self._folder_lock, problem = lock_folder(run_dir)
         if self._folder_lock is None:
@@ -191,11 +196,30 @@ class Runner:
         """Run (or resume) and report. Returns the run folder, the summary and the exit
         code (0 ok, 3 provider errors above the tolerance, 4 a replay-only cache miss)."""
         self._folder_lock = None
+        self._made_folder = None
         try:
             return self._run()
+        except RunError:
+            # A new run that fails before its first case leaves no folder behind.
+            if self._folder_lock is not None:
+                self._folder_lock.release()
+                self._folder_lock = None
+            self._remove_if_empty()
+            raise
         finally:
             if self._folder_lock is not None:
                 self._folder_lock.release()
+
+    def _remove_if_empty(self) -> None:
+        """Remove the run folder this run made when no case record reached it: nothing in
+        it is worth keeping (its manifest describes a run that did not happen)."""
+        run_dir = self._made_folder
+        if run_dir is None:
+            return
+        records = run_dir / RECORDS_NAME
+        if records.exists() and records.stat().st_size > 0:
+            return
+        shutil.rmtree(run_dir, ignore_errors=True)
 
     def _run(self) -> tuple[Path, RunSummary, ExitCode]:
         plan = plan_run(self.config, self._suite)
