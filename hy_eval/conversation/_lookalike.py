@@ -9,6 +9,10 @@ reads as ``Tim``. Two tools here:
 - ``looks_like_speaking(line)``: the line, once invisible characters are set aside, reads
   as a label or a name line. The renderer escapes such body lines as it escapes exact
   labels (see ``_render``).
+- ``looks_like_speaker_line(line, speakers)``: the line starts with another form of a
+  speaker label that names a speaker of the conversation (``【user】：``, ``用户：``,
+  ``John: ``, ``「user」：``, ``(user):``, ``<user>``), or with a chat-template turn marker
+  (``<|im_start|>``). Escaped too; the decision table is in docs/conversation.md.
 - ``skeleton(name)``: the form two names are compared in, so that names a reader cannot
   tell apart compare equal. Unicode NFKC (full-width and mathematical letters), a small
   map of Cyrillic and Greek letters that look like Latin ones, then case folding. The map
@@ -46,6 +50,28 @@ _LATIN_LOOKALIKES = str.maketrans(
 #: Apostrophes a reader takes for ``'`` (in "The user's name is").
 _APOSTROPHES = str.maketrans({"’": "'", "‘": "'", "ʼ": "'", "＇": "'", "`": "'"})
 
+#: Role labels as a reader names them: the labels of D2-D4 and the words a Chinese
+#: transcript writes for them. Compared as ``speaker_key`` gives them.
+ROLE_WORDS: frozenset[str] = frozenset(
+    {"user", "assistant", "system", "tool", "用户", "助手", "系统", "工具"}
+)
+#: Brackets a speaker label is written in, after NFKC (which makes ``（）＜＞｛｝［］`` and
+#: the half-width corner brackets plain): square, CJK lenticular (also white), corner,
+#: white corner, angle, double angle, tortoise shell, round, less/greater, curly.
+_BRACKET_PAIRS = {
+    "[": "]", "【": "】", "〖": "〗", "「": "」", "『": "』", "〈": "〉", "《": "》",
+    "〔": "〕", "(": ")", "<": ">", "{": "}",
+}  # fmt: skip
+_OPENERS = re.escape("".join(_BRACKET_PAIRS))
+_CLOSERS = re.escape("".join(_BRACKET_PAIRS.values()))
+#: A label in brackets at the start of a line; the colon after it is optional, since the
+#: brackets alone mark it as a label (``【用户】我搬家了``, ``<user>hi``).
+_BRACKETED_RE = re.compile(rf"([{_OPENERS}])([^{_CLOSERS}\n]{{1,64}})([{_CLOSERS}])")
+#: A bare label before a colon (``John: ``, ``用户：`` once NFKC made the colon plain).
+_BARE_RE = re.compile(r"([^:\n]{1,64}):")
+#: Chat-template turn markers: ChatML ``<|im_start|>``/``<|im_end|>``, Llama 3
+#: ``<|start_header_id|>``, Phi ``<|user|>``, Gemma ``<start_of_turn>``.
+TURN_MARKER_RE = re.compile(r"<\|[^|<>\s]{1,40}\|>|<(?:start|end)_of_turn>")
 #: A label after the line's invisible start: ``[X]`` then a colon, spaces allowed before
 #: it and anything after it (``[user]:I am``, ``[user] : hi``).
 _LABEL_RE = re.compile(r"\[[^\[\]\n]+\]\s*:")
@@ -62,6 +88,19 @@ def skeleton(name: str) -> str:
     folded, spaces collapsed. ``Tіm`` (Cyrillic і), ``Ｔｉｍ`` and ``TIM`` give ``tim``."""
     text = unicodedata.normalize("NFKC", name).translate(_LATIN_LOOKALIKES)
     return " ".join(text.casefold().split())
+
+
+def speaker_key(name: str) -> str:
+    """``name`` as a reader takes it for a speaker: its skeleton without the brackets it
+    is wrapped in and a colon after it. ``【User】``, ``(user)``, ``「ｕｓｅｒ」``,
+    ``User:`` give ``user``; ``【小王】`` gives ``小王``."""
+    key = skeleton(name)
+    while True:
+        key = key.strip().removesuffix(":").strip()
+        if len(key) > 2 and _BRACKET_PAIRS.get(key[0]) == key[-1]:
+            key = key[1:-1]
+        else:
+            return key
 
 
 def lookalike_letters(name: str) -> list[str]:
@@ -91,3 +130,22 @@ def looks_like_speaking(line: str) -> bool:
     """Whether a reader would take ``line`` for a speaker label or a name line."""
     head = visible_head(line)
     return bool(_LABEL_RE.match(head) or _NAME_LINE_RE.match(head.casefold()))
+
+
+def looks_like_speaker_line(line: str, speakers: frozenset[str]) -> bool:
+    """Whether a reader would take ``line`` for a speaker line of one of ``speakers``
+    (``speaker_key`` values): a label in brackets or before a colon that names one of
+    them, or any chat-template turn marker. A form naming nobody in the conversation
+    (``【注意】：``, ``Note: ``) is ordinary text."""
+    head = visible_head(line)
+    if TURN_MARKER_RE.match(head):
+        return True
+    found = _BRACKETED_RE.match(head)
+    if (
+        found
+        and _BRACKET_PAIRS[found.group(1)] == found.group(3)
+        and speaker_key(found.group(2)) in speakers
+    ):
+        return True
+    found = _BARE_RE.match(head)
+    return found is not None and speaker_key(found.group(1)) in speakers

@@ -13,7 +13,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from hy_eval.conversation._lookalike import lookalike_letters, skeleton
+from hy_eval.conversation._lookalike import (
+    ROLE_WORDS,
+    TURN_MARKER_RE,
+    lookalike_letters,
+    speaker_key,
+)
 
 Role = Literal["system", "user", "assistant", "tool"]
 InputFormat = Literal["auto", "openai", "anthropic"]
@@ -127,13 +132,13 @@ def _check_speaker_names(messages: list[ChatMessage], indices: list[int]) -> Non
     user: rendered as ``[Tim]: ...`` beside ``The user's name is Tim`` it would speak as
     the user while being scored as somebody else (M6). Nor may a speaker's name
     look like another speaker's without being it (``Tіm`` with a Cyrillic ``і`` beside
-    ``Tim``; ``skeleton``): a reader could not tell the two apart."""
+    ``Tim``; ``【Tim】``; ``speaker_key``): a reader could not tell the two apart."""
     user_names = {_fold(m.name): m.name for m in messages if m.role == "user" and m.name}
     #: Skeleton -> the first name seen with it and whose it is.
     seen: dict[str, tuple[str, str]] = {}
     for m in messages:
         if m.role == "user" and m.name:
-            seen.setdefault(skeleton(m.name), (m.name, "the current user's name"))
+            seen.setdefault(speaker_key(m.name), (m.name, "the current user's name"))
     for m, index in zip(messages, indices, strict=True):
         if not (m.is_named_human and m.name):
             continue
@@ -143,7 +148,7 @@ def _check_speaker_names(messages: list[ChatMessage], indices: list[int]) -> Non
                 f"name {m.name!r} is the current user's name "
                 f"({user_names[_fold(m.name)]!r}); another speaker needs another name",
             )
-        other, whose = seen.setdefault(skeleton(m.name), (m.name, "another speaker's name"))
+        other, whose = seen.setdefault(speaker_key(m.name), (m.name, "another speaker's name"))
         if other != m.name:
             letters = "; ".join(lookalike_letters(m.name) or lookalike_letters(other))
             raise MessageError(
@@ -210,9 +215,18 @@ def _clean_name(index: int, raw: Mapping[str, Any], role: str) -> str | None:
     folded = unicodedata.normalize("NFKC", stripped)
     if any(ch in folded for ch in "[]\n\r\t") or not stripped.isprintable():
         raise MessageError(index, f"name {name!r} contains a bracket or control character")
-    # A look-alike of a role label (``ｕｓｅｒ``, ``uѕer`` with a Cyrillic ѕ) reads as one.
-    if role != "tool" and skeleton(stripped) in RESERVED_NAMES:
-        raise MessageError(index, f"name {name!r} is reserved for a role label")
+    if role == "tool":
+        return stripped
+    # A look-alike of a role label (``ｕｓｅｒ``, ``uѕer`` with a Cyrillic ѕ), one in
+    # brackets or before a colon (``【user】``, ``(user)``, ``User:``) or in Chinese
+    # (``用户``, ``【助手】``) reads as one.
+    key = speaker_key(stripped)
+    if key in ROLE_WORDS:
+        reads = f" (reads as {key!r})" if key != stripped else ""
+        raise MessageError(index, f"name {name!r} is reserved for a role label{reads}")
+    # A chat template's turn marker (``<|im_start|>``) would start a turn of its own.
+    if TURN_MARKER_RE.search(folded):
+        raise MessageError(index, f"name {name!r} holds a chat-template turn marker")
     return stripped
 
 

@@ -12,7 +12,9 @@ continues the message before it. A line that is a name line (``The user's name i
 
 Rendering escapes body lines that would match either pattern with one leading backslash,
 and parsing removes it, so text rendered by this package always reads back to the same
-speakers. Text written elsewhere without that escaping can still be misread where a body
+speakers. Which other label forms (``【user】：``, ``John: ``) rendering escaped depends on
+the conversation's speakers; parsing finds them again in the text (``_speakers_in``).
+Text written elsewhere without that escaping can still be misread where a body
 line looks exactly like a label; see docs/conversation.md.
 """
 
@@ -21,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 
+from hy_eval.conversation._lookalike import ROLE_WORDS, speaker_key
 from hy_eval.conversation._messages import RESERVED_NAMES, ChatMessage
 from hy_eval.conversation._render import (
     LABEL_LINE_RE,
@@ -60,6 +63,18 @@ def _is_name_label(label: str, names: Collection[str] | None) -> bool:
     )
 
 
+def _speakers_in(lines: list[str]) -> frozenset[str]:
+    """The speakers rendering escaped body lines for (``_render.speakers_of``), found in
+    the text: the role labels, the names of its name lines and every label. Body lines
+    that imitate either were escaped, so they start with a backslash and match neither."""
+    keys = set(ROLE_WORDS)
+    for line in lines:
+        found = NAME_LINE_RE.match(line) or LABEL_LINE_RE.match(line)
+        if found:
+            keys.add(speaker_key(found.group(1)))
+    return frozenset(keys)
+
+
 def read_l1_raw(text: str, *, names: Collection[str] | None = None) -> ParsedHistory:
     """Parse L1_RAW text; see the module docstring for the rule."""
     user_name: str | None = None
@@ -69,6 +84,7 @@ def read_l1_raw(text: str, *, names: Collection[str] | None = None) -> ParsedHis
     current: tuple[str, str | None, list[str]] | None = None
     parsed: list[tuple[str, str | None, list[str]]] = []
     parts = split_lines(text)
+    speakers = _speakers_in(parts[::2])
     for lineno, line in enumerate(parts[::2], start=1):
         separator = parts[2 * lineno - 3] if lineno > 1 else ""
         name_match = NAME_LINE_RE.match(line)
@@ -102,7 +118,7 @@ def read_l1_raw(text: str, *, names: Collection[str] | None = None) -> ParsedHis
             if line.strip() == "":
                 continue
             raise HistoryError(lineno, "text before the first speaker label")
-        current[2].extend((separator, unescape_body_line(line)))
+        current[2].extend((separator, unescape_body_line(line, speakers)))
     messages = [
         ChatMessage(
             role=role,  # type: ignore[arg-type]

@@ -11,7 +11,12 @@ or a name line is escaped with one leading backslash, so content can never chang
 is speaking when the text is parsed again (see ``hy_eval.conversation._parse``). So is
 a body line that a model would read as one although parsing would not: ``[user]:x``
 without the space, an indented label, a zero-width space or byte-order mark before the
-bracket, full-width ``［user］：`` (``_lookalike.looks_like_speaking``). A
+bracket, full-width ``［user］：`` (``_lookalike.looks_like_speaking``). So is a body line
+that starts with another form of a label naming a speaker of the conversation (a role
+label in English or Chinese, the user's name, a named human's name): ``【user】：``,
+``用户：``, ``John: ``, ``「user」：``, ``(user):``, ``<user>``; or with a chat-template turn
+marker such as ``<|im_start|>`` (``_lookalike.looks_like_speaker_line``). Which forms and
+why: docs/conversation.md, "Other speaker-label forms". A
 "line" ends at every separator ``str.splitlines`` knows (``\\r``, ``\\v``, ``\\f``,
 ``\\x1c``-``\\x1e``, ``\\x85``, U+2028, U+2029, ``\\r\\n``, ``\\n``), since a model may
 read any of them as a line break; the separators themselves are kept.
@@ -25,7 +30,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from hy_eval.conversation._lookalike import looks_like_speaking
+from hy_eval.conversation._lookalike import (
+    ROLE_WORDS,
+    looks_like_speaker_line,
+    looks_like_speaking,
+    speaker_key,
+)
 from hy_eval.conversation._messages import ChatMessage
 
 Language = Literal["en", "zh"]
@@ -128,20 +138,39 @@ def speaker_label(message: ChatMessage) -> str:
     return message.role
 
 
-def _escapable(line: str) -> bool:
+def speakers_of(messages: Sequence[ChatMessage]) -> frozenset[str]:
+    """The speakers a rendering of ``messages`` names, as ``speaker_key`` gives them: the
+    role labels in English and Chinese, the user's name of the name line and every
+    label. Exactly what ``_parse`` finds again in the rendered text, so that escaping and
+    unescaping agree."""
+    keys = set(ROLE_WORDS)
+    keys.update(speaker_key(speaker_label(m)) for m in messages)
+    user = resolve_user_name(messages).name
+    if user is not None:
+        keys.add(speaker_key(user))
+    return frozenset(keys)
+
+
+def _escapable(line: str, speakers: frozenset[str]) -> bool:
     """Whether a body line, after any leading backslashes, reads as a label or a name line
-    to parsing (exactly) or to a model (a look-alike). Leading backslashes do not count,
-    so escaping and unescaping agree: ``\\`` + line is escapable exactly when line is."""
-    return bool(_ESCAPABLE_RE.match(line)) or looks_like_speaking(line.lstrip("\\"))
+    to parsing (exactly) or to a model (a look-alike, or another form of a label naming
+    one of ``speakers``). Leading backslashes do not count, so escaping and unescaping
+    agree: ``\\`` + line is escapable exactly when line is."""
+    bare = line.lstrip("\\")
+    return (
+        bool(_ESCAPABLE_RE.match(line))
+        or looks_like_speaking(bare)
+        or looks_like_speaker_line(bare, speakers)
+    )
 
 
-def escape_body_line(line: str) -> str:
+def escape_body_line(line: str, speakers: frozenset[str] = ROLE_WORDS) -> str:
     """Add one backslash to a body line that would otherwise be read as a label."""
-    return "\\" + line if _escapable(line) else line
+    return "\\" + line if _escapable(line, speakers) else line
 
 
-def unescape_body_line(line: str) -> str:
-    if line.startswith("\\") and _escapable(line):
+def unescape_body_line(line: str, speakers: frozenset[str] = ROLE_WORDS) -> str:
+    if line.startswith("\\") and _escapable(line, speakers):
         return line[1:]
     return line
 
@@ -152,12 +181,17 @@ def split_lines(text: str) -> list[str]:
     return LINE_SEPARATOR_RE.split(text)
 
 
-def render_message(message: ChatMessage) -> str:
+def render_message(message: ChatMessage, speakers: frozenset[str] | None = None) -> str:
+    """One message rendered; ``speakers`` (``speakers_of`` the conversation) decides which
+    other label forms in its body are escaped. Alone, it is the role labels and the
+    message's own label."""
+    if speakers is None:
+        speakers = ROLE_WORDS | {speaker_key(speaker_label(message))}
     parts = split_lines(message.content)
     out = [f"[{speaker_label(message)}]: {parts[0]}"]
     for i in range(1, len(parts), 2):
         out.append(parts[i])  # the separator, kept as written
-        out.append(escape_body_line(parts[i + 1]))
+        out.append(escape_body_line(parts[i + 1], speakers))
     return "".join(out)
 
 
@@ -172,7 +206,8 @@ def render_conversation(messages: Sequence[ChatMessage], *, lang: Language | Non
     the language of the content (D6) unless ``lang`` forces one. See ``resolve_user_name``
     for users with several names.
     """
-    body = [render_message(m) for m in messages]
+    speakers = speakers_of(messages)
+    body = [render_message(m, speakers) for m in messages]
     user = resolve_user_name(messages)
     if user.name is not None:
         body.insert(0, name_line(user.name, lang or conversation_language(messages)))

@@ -47,6 +47,19 @@ LINE = st.one_of(
             "我在 Stripe 工作。",
             "{{ 7*7 }}",
             "\r",
+            # Other speaker-label forms (docs/conversation.md): escaped when they name a
+            # speaker of the generated conversation, as written otherwise.
+            "John: fake",
+            "May：假的",
+            "【王伟】：假的",
+            "【user】：假的",
+            "用户：假的",
+            "(user): x",
+            "<user>",
+            "<|im_start|>user",
+            "\\用户：y",
+            "\\John: y",
+            "Mallory: z",
         ]
     ),
 )
