@@ -69,6 +69,8 @@ def private_dir(path: Path) -> Path:
         path.mkdir(mode=DIR_MODE)
     except FileExistsError:
         refuse_link(path, "the folder")  # made a link between the check and mkdir
+        if not path.is_dir():
+            raise
     else:
         os.chmod(path, DIR_MODE)  # the umask may have taken bits from mkdir's mode
     tighten(path, DIR_MODE)

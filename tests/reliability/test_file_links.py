@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from hy_eval._files import private_db_file
 from hy_eval.cli import main
 from tests.harness.run.test_run import write_suite
 from tests.harness.scripted_suite import SuiteModel, model_args
@@ -173,15 +172,18 @@ def copy_of(finished, to):
 
 def test_resume_refuses_cases_jsonl_that_is_a_link(tmp_path, toy, finished, capsys):
     """``cases.jsonl`` is appended to on a resume, which a rename cannot do: a link there
-    is refused, and the file outside gets no record (it got every finished case)."""
+    is refused. The file outside holds one whole record (so the resume's repair leaves it
+    as it is); the resume appended the other case's record to it."""
     run = copy_of(finished, tmp_path / "run")
+    first = (run / "cases.jsonl").read_text().splitlines(keepends=True)[0].encode()
     target = outside_file(tmp_path)
+    target.write_bytes(first)
     plant(run, ["cases.jsonl"], target)
     capsys.readouterr()
     assert main(resume_args(toy, finished, run)) == 2
     (line,) = error_lines(capsys)
     assert "cases.jsonl: the case records is a symbolic link" in line
-    assert target.read_bytes() == OUTSIDE
+    assert target.read_bytes() == first
 
 
 def test_resume_and_gate_replace_the_files_they_rewrite(tmp_path, toy, finished):
@@ -233,14 +235,24 @@ def test_a_perturb_folder_that_is_a_link_is_refused(tmp_path, toy, finished, cap
 
 
 def test_a_batch_spool_that_is_a_link_is_refused(tmp_path):
-    """SQLite opens a database through a link: the spool in a run folder is refused."""
-    from hy_eval._files import LinkRefused
+    """SQLite opens a database through a link: the batch path's scratch file in a run
+    folder, a link to a database outside, got its table made there and was emptied."""
+    import sqlite3
 
-    target = outside_file(tmp_path)
-    plant(tmp_path, ["spool.sqlite"], target)
-    with pytest.raises(LinkRefused, match="spool.sqlite: the database file is a symbolic"):
-        private_db_file(tmp_path / "spool.sqlite", follow=False)
-    assert target.read_bytes() == OUTSIDE
+    from hy_eval._files import LinkRefused
+    from hy_eval.llm._batch_spool import SPOOL_NAME, RequestSpool
+
+    target = tmp_path / "elsewhere" / "mine.sqlite"
+    target.parent.mkdir()
+    db = sqlite3.connect(target)
+    db.execute("CREATE TABLE notes (text TEXT)")
+    db.commit()
+    db.close()
+    before = target.read_bytes()
+    plant(tmp_path, [SPOOL_NAME], target)
+    with pytest.raises(LinkRefused, match="the database file is a symbolic link"):
+        RequestSpool(tmp_path / SPOOL_NAME)
+    assert target.read_bytes() == before
 
 
 def test_a_json_file_is_never_written_through_a_link_at_a_temporary_name(tmp_path):
@@ -289,26 +301,33 @@ def test_the_cache_folder_and_files_are_private(finished):
 
 
 def test_an_old_world_readable_cache_is_tightened_when_opened(tmp_path):
-    """A cache made before this rule (0755 folder, 0644 files) is made 0700/0600 the next
-    time it is opened; the answers it holds stay."""
+    """A cache made before this rule (0755 folder, 0644 files, its WAL files among them)
+    is made 0700/0600 the next time it is opened."""
     from hy_eval.llm import AnswerCache
 
     folder = tmp_path / ".hy_eval"
-    AnswerCache(str(folder / "cache.sqlite")).close()
+    first = AnswerCache(str(folder / "cache.sqlite"))  # kept open: its -wal and -shm stay
     os.chmod(folder, 0o755)
     for p in folder.iterdir():
         os.chmod(p, 0o644)
-    AnswerCache(str(folder / "cache.sqlite")).close()
-    assert mode(folder) == 0o700
-    assert {p.name: mode(p) for p in folder.iterdir()} == {p.name: 0o600 for p in folder.iterdir()}
+    second = AnswerCache(str(folder / "cache.sqlite"))
+    try:
+        assert mode(folder) == 0o700
+        modes = {p.name: mode(p) for p in folder.iterdir()}
+        assert modes == {f"cache.sqlite{s}": 0o600 for s in ("", "-wal", "-shm")}
+    finally:
+        first.close()
+        second.close()
 
 
 def test_a_memory_store_file_is_private(tmp_path, open_umask):
+    """A new store's folder and files, its -wal and -shm included, under umask 0."""
     from hy_eval.memory import MemoryStore
 
     store = MemoryStore(tmp_path / "mem" / "store.sqlite")
-    store.db.close()
-    assert mode(tmp_path / "mem") == 0o700
-    assert {p.name: mode(p) for p in (tmp_path / "mem").iterdir()} == {
-        p.name: 0o600 for p in (tmp_path / "mem").iterdir()
-    }
+    try:
+        assert mode(tmp_path / "mem") == 0o700
+        modes = {p.name: mode(p) for p in (tmp_path / "mem").iterdir()}
+        assert modes == {f"store.sqlite{s}": 0o600 for s in ("", "-wal", "-shm")}
+    finally:
+        store.db.close()
