@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from hy_eval._exitcodes import ExitCode
+from hy_eval._files import replace_file
 from hy_eval._terminal import echo
 from hy_eval.cli._errors import UserError
 from hy_eval.cli._model import add_model_flags, model_options
@@ -94,7 +95,7 @@ def cmd_matchers_evaluate(args: argparse.Namespace) -> int:
     result = evaluate(pairs, decide_all(pairs, names, make_judge))
     echo(evaluation_text(result))
     if args.json:
-        Path(args.json).write_text(json.dumps(result, ensure_ascii=False, indent=1))
+        replace_file(Path(args.json), json.dumps(result, ensure_ascii=False, indent=1))
     if args.quality:
         part = f"the {args.split} part of " if args.split else ""
         quality = {
@@ -105,7 +106,7 @@ def cmd_matchers_evaluate(args: argparse.Namespace) -> int:
                 if name != "judge"
             },
         }
-        Path(args.quality).write_text(json.dumps(quality, ensure_ascii=False, indent=1) + "\n")
+        replace_file(Path(args.quality), json.dumps(quality, ensure_ascii=False, indent=1) + "\n")
         echo(f"wrote each matcher's precision and recall per language to {args.quality}")
     return ExitCode.OK
 
@@ -162,7 +163,7 @@ def cmd_matchers_agree(args: argparse.Namespace) -> int:
     echo(agreement_text(result))
     if args.json:
         try:
-            Path(args.json).write_text(json.dumps(result, ensure_ascii=False, indent=1))
+            replace_file(Path(args.json), json.dumps(result, ensure_ascii=False, indent=1))
         except OSError as exc:
             raise UserError(f"{args.json}: cannot write ({exc.strerror})") from None
     if args.out:

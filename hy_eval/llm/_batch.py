@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import random
 import re
 import time
@@ -28,6 +27,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
+from hy_eval._files import replace_file
 from hy_eval.llm._base import ConfigError, ProviderError, short_text
 from hy_eval.llm._batch_vendors import (
     BatchItem,
@@ -148,13 +148,8 @@ class BatchState:
     def save(self) -> None:
         """Write the file whole and swap it in, so a kill never leaves half of it."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(".tmp")
         data = {"version": 1, "batches": [asdict(b) for b in self.batches]}
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(data, f, ensure_ascii=False)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
+        replace_file(self.path, json.dumps(data, ensure_ascii=False), sync=True)
 
 
 @dataclass

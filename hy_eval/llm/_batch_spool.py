@@ -10,6 +10,7 @@ import sqlite3
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
+from hy_eval._files import private_db_file
 from hy_eval.llm._base import Request
 from hy_eval.llm._batch_vendors import BatchItem
 
@@ -36,7 +37,7 @@ class RequestSpool(Mapping[str, BatchItem]):
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_db_file(path, follow=False)  # in a run folder: a link there is refused
         self._db = sqlite3.connect(path)
         self._db.execute("PRAGMA synchronous = OFF")
         with self._db:

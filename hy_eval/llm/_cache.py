@@ -19,6 +19,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Literal
 
+from hy_eval._files import private_db_file
 from hy_eval.llm._base import Completion, Request, Usage
 
 CacheMode = Literal["read-write", "replay-only", "off", "refresh"]
@@ -97,7 +98,7 @@ def open_db(path: str, schema: str) -> sqlite3.Connection:
     """A connection to the cache file at ``path`` (made with its folder if need be) that
     several tasks, threads and processes can share: WAL, a busy timeout, ``schema`` run."""
     if path != ":memory:":
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        private_db_file(Path(path))  # 0600: cached answers may hold private conversations
     db = sqlite3.connect(path, check_same_thread=False, timeout=30.0)
     db.execute("PRAGMA busy_timeout = 30000")
     # Two runs opening a new cache file at the same moment can both ask to switch it to

@@ -11,6 +11,7 @@ import json
 from collections.abc import Iterable
 from pathlib import Path
 
+from hy_eval._files import replace_file
 from hy_eval.llm._cache import AnswerCache, cache_key, completion_from_json
 
 
@@ -35,7 +36,7 @@ def export_cassette(cache: AnswerCache, keys: Iterable[str], path: str | Path) -
         raise KeyError(f"{len(missing)} answer(s) not in the cache, e.g. {sorted(missing)[0][:16]}")
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    replace_file(out, "\n".join(lines) + "\n")
     return len(lines)
 
 

@@ -19,14 +19,13 @@ Servers differ, so the openai provider has modes:
 from __future__ import annotations
 
 import json
-import os
-import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from hy_eval._files import replace_file
 from hy_eval._redact import redact
 from hy_eval.llm._base import ProviderError, Request, parse_json_answer
 
@@ -256,7 +255,5 @@ class ModeMemory:
             "probed": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        # One temporary file per writer: runs in threads of one process share a pid.
-        tmp = self.path.with_name(f"{self.FILE_NAME}.{os.getpid()}.{threading.get_ident()}.tmp")
-        tmp.write_text(redact(json.dumps(data, ensure_ascii=False, indent=1)) + "\n", "utf-8")
-        os.replace(tmp, self.path)
+        # A new temporary file per writer (runs in threads or processes probing at once).
+        replace_file(self.path, redact(json.dumps(data, ensure_ascii=False, indent=1)) + "\n")

@@ -24,6 +24,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from hy_eval._files import private_db_file
 from hy_eval.memory._subjects import subject_of
 
 _M1 = [
@@ -239,7 +240,7 @@ class MemoryStore:
         self.path = str(path)
         self._clear_sql: list[str] | None = None
         if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            private_db_file(Path(self.path))  # 0600: memories of private conversations
         self._lock = threading.RLock()
         self.db = sqlite3.connect(
             self.path, check_same_thread=False, timeout=30.0, isolation_level=None

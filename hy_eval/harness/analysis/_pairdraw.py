@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hy_eval._files import replace_file
 from hy_eval.harness.datasets import contains_all
 from hy_eval.harness.runlog import CaseRecord
 from hy_eval.harness.scoring import FUZZY_THRESHOLD, similarity
@@ -154,9 +155,7 @@ def blind_rows(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def write_rows(path: Path, rows: Iterable[dict[str, Any]]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", encoding="utf-8") as fh:
-        for row in rows:
-            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+    replace_file(path, "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
 
 
 def cohen_kappa(a: Sequence[bool], b: Sequence[bool]) -> float | None:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from hy_eval._files import replace_file
 from hy_eval.harness.analysis import group_differences, run_outcomes
 from hy_eval.harness.report._compare_cases import changed_cases
 from hy_eval.harness.report._compare_text import (
@@ -215,5 +216,5 @@ def write_compare_page(
     """Write the comparison page to ``out`` and return its path. ``labels``: the names of
     A and B on the page (default: see ``run_labels``)."""
     path = Path(out)
-    path.write_text(compare_page(result, run_a, run_b, path, labels), encoding="utf-8")
+    replace_file(path, compare_page(result, run_a, run_b, path, labels))
     return path

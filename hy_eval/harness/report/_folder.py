@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from hy_eval._files import LinkRefused, refuse_link
 from hy_eval.harness.analysis import checked_records
 from hy_eval.harness.datasets import DatasetError, load_suite, select_cases
 from hy_eval.harness.report._write import write_reports
@@ -61,7 +62,12 @@ def _saved_calls(run_dir: Path) -> tuple[CallCounts, float]:
 def report_folder(run_dir: Path) -> RunSummary:
     """Write ``summary.json``, the plots, ``report.md`` and ``report.html`` of ``run_dir``
     from its records; return the summary. ``RunFolderError`` (one line) for a folder that
-    is not a run, holds no record, or holds a bad one."""
+    is not a run, holds no record, or holds a bad one, and for a run folder that is a
+    symbolic link (the reports would be renamed into the folder it points to)."""
+    try:
+        refuse_link(run_dir, "the run folder")
+    except LinkRefused as exc:
+        raise RunFolderError(str(exc)) from None
     manifest = read_manifest(run_dir)
     records = run_dir / RECORDS_NAME
     done = {(r.id, r.repeat) for r in checked_records(records)}

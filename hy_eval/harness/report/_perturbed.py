@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from hy_eval._files import replace_file
 from hy_eval.harness.runlog import (
     ConsistencyResult,
     ConsistencyValue,
@@ -110,4 +111,4 @@ def add_perturbations(
     if report.is_file():
         text = report.read_text(encoding="utf-8")
         text += "".join(markdown_section(n, s) for n, s in sections.items())
-        report.write_text(text, encoding="utf-8")
+        replace_file(report, text)

@@ -16,6 +16,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from hy_eval._files import replace_file
 from hy_eval.harness.analysis import (
     RecordRows,
     breakdown_by,
@@ -212,11 +213,12 @@ def write_reports(
     if partial:
         summary.partial = partial
     write_summary(run_dir, summary)
+    # Each by a new file and a rename: a link in the folder is replaced, never followed.
     for name, data in plots.items():
-        (run_dir / name).write_bytes(data)
-    (run_dir / "report.md").write_text(markdown_report(summary, run_dir), encoding="utf-8")
-    (run_dir / "report.html").write_text(
-        html_report(summary, manifest, plots, drilldown, run_dir.name), encoding="utf-8"
+        replace_file(run_dir / name, data)
+    replace_file(run_dir / "report.md", markdown_report(summary, run_dir))
+    replace_file(
+        run_dir / "report.html", html_report(summary, manifest, plots, drilldown, run_dir.name)
     )
     return summary
 

@@ -54,7 +54,7 @@ def lock_folder(run_dir: Path) -> tuple[FolderLock | None, str | None]:
     symbolic link, as a copied folder could hold one)."""
     path = run_dir / LOCK_NAME
     try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
     except OSError as exc:
         return None, f"{path}: cannot open the run folder's lock file ({exc.strerror})"
     if fcntl is not None:

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hy_eval._files import LinkRefused, private_dir, replace_file
 from hy_eval.harness.run._config import RunConfig
 from hy_eval.harness.run._plan import REPORTS_DIR, RunError, SystemUnavailable
 from hy_eval.harness.run._suite import run_suite
@@ -96,7 +97,7 @@ def run_matrix(
     raised naming the combination that failed."""
     if not models or not variants:
         raise RunError("a matrix run needs at least one model and one variant")
-    root = root or default_matrix_root(base.suite)
+    root = _matrix_folder(root or default_matrix_root(base.suite))
     result = MatrixResult(root, [])
     for system, spec, variant in itertools.product(systems or [base.system], models, variants):
         name = combination_name(spec, variant, system)
@@ -153,9 +154,18 @@ def tabulate_runs(run_dirs: Sequence[Path], root: Path) -> MatrixResult:
         _compare_all(result)
     except CompareError as exc:
         raise RunError(str(exc)) from None
-    root.mkdir(parents=True, exist_ok=True)
+    _matrix_folder(root)
     _write_matrix(result)
     return result
+
+
+def _matrix_folder(root: Path) -> Path:
+    """``root`` made (0700) to hold the matrix files; a link there is refused, as no
+    rename may land in the folder it points to."""
+    try:
+        return private_dir(root)
+    except LinkRefused as exc:
+        raise RunError(str(exc)) from None
 
 
 def _compare_all(result: MatrixResult) -> None:
@@ -242,7 +252,7 @@ def _write_matrix(result: MatrixResult) -> None:
     )
     root = result.root
     flips = "\n".join(flipped_sections(result))
-    (root / "matrix.md").write_text(result.text + "\n" + flips + "\n", encoding="utf-8")
+    replace_file(root / "matrix.md", result.text + "\n" + flips + "\n")
     first = result.entries[0].run_dir
     for entry, comparison in zip(result.entries[1:], result.comparisons, strict=True):
         write_compare_page(root / f"compare-{entry.name}.html", comparison, first, entry.run_dir)

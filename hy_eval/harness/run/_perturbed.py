@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from hy_eval._files import LinkRefused, private_dir
 from hy_eval.harness.analysis import perturbation_section
 from hy_eval.harness.datasets import load_suite, perturb_suite, select_cases
 from hy_eval.harness.report import add_perturbations
@@ -47,7 +48,7 @@ def run_with_perturbations(
     for name in names:
         sub_dir = run_dir / "perturb" / name
         ps = perturb_suite(suite, refs, name, seed)
-        sub_dir.mkdir(parents=True, exist_ok=True)
+        _perturb_folder(run_dir, name)
         cases = {cid: {"subjects": p.subjects, "note": p.note} for cid, p in ps.results.items()}
         info = {"perturbation": name, "seed": seed, "skipped": ps.skipped, "cases": cases}
         write_perturb_file(sub_dir, PerturbFile.model_validate(info))
@@ -72,3 +73,14 @@ def run_with_perturbations(
             raise RunError(str(exc), perturbation=name) from None
     add_perturbations(run_dir, summary, sections)
     return run_dir, summary, code
+
+
+def _perturb_folder(run_dir: Path, name: str) -> Path:
+    """``RUN/perturb/<name>/`` made (0700), each level refused when it is a symbolic link:
+    a copied run folder could point ``perturb`` anywhere, and the perturbed run's files
+    would be renamed into that folder."""
+    try:
+        private_dir(run_dir / "perturb")
+        return private_dir(run_dir / "perturb" / name)
+    except LinkRefused as exc:
+        raise RunError(str(exc), perturbation=name) from None

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from hy_eval._exitcodes import ExitCode, InterruptedRun
+from hy_eval._files import LinkRefused, private_dir, refuse_link
 from hy_eval._redact import redact_tree
 from hy_eval._terminal import echo
 from hy_eval.harness.datasets import CaseRef, DatasetError, Suite
@@ -149,10 +150,16 @@ class Runner:
         return RunManifest.model_validate(redact_tree(manifest))
 
     def _open_folder(self, run_dir: Path, manifest: RunManifest) -> None:
-        """Make and lock the run folder and write its manifest."""
+        """Make (0700) and lock the run folder and write its manifest. The folder, and
+        ``cases.jsonl`` (appended to, so not written by a rename), are refused when they
+        are symbolic links: a copied folder could point them anywhere."""
         if not run_dir.exists() and not self.config.resume:
-            self._made_folder = run_dir
-        run_dir.mkdir(parents=True, exist_ok=True)
+            self._made_folder = run_dir  # removed again if no case reaches it
+        try:
+            private_dir(run_dir)
+            refuse_link(run_dir / RECORDS_NAME, "the case records")
+        except LinkRefused as exc:
+            raise RunError(str(exc)) from None
         self._folder_lock, problem = lock_folder(run_dir)
         if self._folder_lock is None:
             raise RunError(str(problem))

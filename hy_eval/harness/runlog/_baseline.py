@@ -9,7 +9,13 @@ from typing import Any
 
 from pydantic import Field
 
-from hy_eval.harness.runlog._jsonfile import FilePart, RunFile, json_text, read_model_file
+from hy_eval.harness.runlog._jsonfile import (
+    FilePart,
+    RunFile,
+    json_text,
+    read_model_file,
+    replace_text,
+)
 
 
 class BaselineCase(FilePart):
@@ -62,7 +68,7 @@ class Baseline(RunFile):
 def write_baseline(path: Path, baseline: Baseline) -> None:
     """Write ``baseline`` to ``path``: indented, keys sorted (a diff of two blessings
     reads case by case)."""
-    path.write_text(json_text(baseline.to_data(), indent=1, sort_keys=True) + "\n")
+    replace_text(path, json_text(baseline.to_data(), indent=1, sort_keys=True) + "\n")
 
 
 def read_baseline(path: Path) -> Baseline:

@@ -17,7 +17,6 @@ models beside this module (``_summary``, ``_perturbation``, ``_comparison``).
 from __future__ import annotations
 
 import json
-import os
 import platform
 import subprocess
 from collections.abc import Iterator
@@ -27,6 +26,7 @@ from typing import Any, TextIO
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from hy_eval._files import open_append
 from hy_eval._redact import redact
 from hy_eval._terminal import neutralise
 from hy_eval.harness.runlog._jsonfile import (
@@ -34,6 +34,7 @@ from hy_eval.harness.runlog._jsonfile import (
     Number,
     RunFolderError,
     first_problem,
+    replace_text,
     write_json,
 )
 from hy_eval.harness.runlog._score import ScoreRecord
@@ -304,18 +305,17 @@ def repair_records(path: Path) -> set[str]:
             seen.add(key)
             keep.append(line)
     if len(keep) != total or path.stat().st_size != sum(len(x.encode()) for x in keep):
-        tmp = path.with_suffix(".jsonl.tmp")
-        tmp.write_text("".join(keep), encoding="utf-8")
-        os.replace(tmp, path)
+        replace_text(path, "".join(keep))
     return seen
 
 
 class RecordWriter:
-    """Appends finished records to ``cases.jsonl``, each line flushed as it is written."""
+    """Appends finished records to ``cases.jsonl``, each line flushed as it is written.
+    The file is never followed if it is a symbolic link: ``LinkRefused`` (one line)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._fh: TextIO = path.open("a", encoding="utf-8")
+        self._fh: TextIO = open_append(path)
 
     def write_line(self, line: str) -> None:
         """Append one record line as it is (a line reused from the cache, byte for byte)."""

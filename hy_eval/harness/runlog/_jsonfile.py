@@ -12,12 +12,12 @@ fields added since, still read.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, ValidationError
 
+from hy_eval._files import replace_file
 from hy_eval._json import MAX_DEPTH, JsonTextError, loads_untrusted
 from hy_eval._redact import redact
 
@@ -113,8 +113,7 @@ def write_json(path: Path, data: Any) -> None:
 
 
 def replace_text(path: Path, text: str) -> None:
-    """Write ``text`` (UTF-8) to ``path`` through a temporary file and a rename: a reader,
-    or a crash halfway, never sees half a file."""
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    """Write ``text`` (UTF-8) to ``path`` through a new temporary file and a rename: a
+    reader, or a crash halfway, never sees half a file, and a symbolic link at ``path`` is
+    replaced, not followed (``hy_eval._files``)."""
+    replace_file(path, text)
