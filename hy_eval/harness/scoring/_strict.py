@@ -215,10 +215,51 @@ def script_of(text: str) -> str:
     return "zh" if han and 2 * han >= latin else "en"
 
 
-def sentences(text: str) -> list[str]:
-    """The sentences of a prediction (a model may glue several facts into one)."""
-    parts = [p.strip() for p in _SENTENCE_END.split(text)]
-    return [p for p in parts if p] or [text]
+#: Titles written with a full stop: "Dr. Ada Brooks" goes on after it.
+_TITLE_STOP = re.compile(
+    r"(?<![A-Za-z])(?:dr|mr|mrs|ms|mx|prof|capt|st|rev|fr|sgt|lt|col|gen)\.$", re.I
+)
+
+
+def sentences(text: str, names: tuple[str, ...] = ()) -> list[str]:
+    """The sentences of a prediction (a model may glue several facts into one). A full
+    stop inside a speaker's name ("J. R. Okoro") or after a title followed by a capital
+    ("Dr. Ada Brooks", "Mrs. Okafor") ends no sentence (issue 42)."""
+    inside = _stops_in_names(text, names)
+    parts: list[str] = []
+    start = 0
+    for m in _SENTENCE_END.finditer(text):
+        stop = m.start() - 1
+        if m.end() > m.start() and (stop in inside or _after_title(text, stop, m.end())):
+            continue
+        parts.append(text[start : m.start()])
+        start = m.end()
+    parts.append(text[start:])
+    kept = [p.strip() for p in parts]
+    return [p for p in kept if p] or [text]
+
+
+def _stops_in_names(text: str, names: tuple[str, ...]) -> set[int]:
+    """The offsets of the full stops of ``text`` inside an occurrence of a name."""
+    out: set[int] = set()
+    for name in names:
+        if "." not in name.rstrip("."):
+            continue
+        at = text.find(name)
+        while at >= 0:
+            out.update(at + i for i, ch in enumerate(name[:-1]) if ch == ".")
+            at = text.find(name, at + 1)
+    return out
+
+
+def _after_title(text: str, stop: int, after: int) -> bool:
+    """Whether the full stop at ``stop`` ends a title and a capital follows at
+    ``after`` (past the spaces)."""
+    return bool(
+        after < len(text)
+        and text[after].isupper()
+        and _TITLE_STOP.search(text, max(0, stop - 4), stop + 1)
+    )
 
 
 def _latin_stem(word: str) -> str:
@@ -376,7 +417,7 @@ def decide(
     gold_cues = _sentence_cues(gold_text, keywords, names_t)
     best: tuple[float, str] | None = None
     gold_words = content(gold_text, names_t, False)
-    parts = sentences(predicted)
+    parts = sentences(predicted, names_t)
     for sentence in parts:
         if len(parts) > 1 and keywords and not _holds_all(sentence, keywords, names_t, cross):
             continue  # a glued sentence that does not hold the keywords is another fact
