@@ -29,7 +29,7 @@ from pydantic import ValidationError
 
 from hy_eval._terminal import echo
 from hy_eval.harness.datasets._anthropic_form import ANTHROPIC_BLOCKS, has_blocks, to_anthropic
-from hy_eval.harness.datasets._keywords import contains_all, contains_any, members
+from hy_eval.harness.datasets._keywords import contains_all, contains_any, members, without_name
 from hy_eval.harness.datasets._rename_text import replace_names, word_occurs
 from hy_eval.harness.datasets._schema import Case, CaseRef, Suite, load_suite
 
@@ -275,7 +275,7 @@ def swap_perspective(case: Case, seed: int = 0) -> Result:
         item["subject"] = who(item["subject"])
     b_forms = {f.casefold() for f in case.speakers.forms_of(b)}
     for item in exp["facts"]:
-        item["keywords"] = _without_name(item["keywords"], b_forms)
+        item["keywords"] = without_name(item["keywords"], b_forms)
     if exp.get("profile") is not None:
         a_facts = [f for f in exp["facts"] if f["subject"] == user]
         b_text = " ".join(
@@ -295,32 +295,6 @@ def swap_perspective(case: Case, seed: int = 0) -> Result:
     if isinstance(new, Skip):
         return new
     return Perturbed(new, {"user": b, user: "user"}, f"{b} <-> {user}")
-
-
-def _without_name(keywords: list[Any], forms: set[str]) -> list[Any]:
-    """A fact's keyword items once the person named by ``forms`` (casefolded) is the
-    user: a perfect answer then says "the user", not the name ("Noor will ask the user
-    for a payment plan" for "The user will ask Gareth for a payment plan"). Items that
-    name the person are dropped while another item is left, else the name is taken out
-    of its items' alternatives (issue 42)."""
-
-    def names(member: str) -> bool:
-        return member.removeprefix("=").casefold() in forms
-
-    def alternatives(item: Any) -> list[str]:
-        return [item] if isinstance(item, str) else list(item)
-
-    named = [k for k in keywords if any(names(m) for m in alternatives(k))]
-    if not named:
-        return keywords
-    if len(named) < len(keywords):
-        return [k for k in keywords if k not in named]
-    out: list[Any] = []
-    for k in keywords:
-        left = [m for m in alternatives(k) if not names(m)]
-        if left:
-            out.append(left[0] if len(left) == 1 else left)
-    return out or keywords
 
 
 # --- anthropic -------------------------------------------------------------------------

@@ -61,6 +61,7 @@ from hy_eval.harness.scoring._numbers import (
 )
 from hy_eval.harness.scoring._numforms import quantities
 from hy_eval.harness.scoring._relatives import added_relative
+from hy_eval.harness.scoring._sentences import sentences
 from hy_eval.harness.scoring._values import replaced_value, value_key
 from hy_eval.harness.text import (
     HAN,
@@ -93,7 +94,6 @@ CROSS_THRESHOLD = 0.2
 _SUFFIXES = word_set("s es e ed d ing er ers r rs y ies ied ier iest ly 's ’s")
 _DOUBLED_SUFFIXES = word_set("ing ed er ers")  # run -> running, plan -> planned
 _LATIN_LETTER = re.compile(r"[a-z\u00c0-\u024f]")
-_SENTENCE_END = re.compile(r"(?<=[。！？!?；;\n])|(?<=[.])\s+")
 #: Chinese words of no content: function words, and the subject placeholders.
 _ZH_STOP = word_set(
     """的 了 是 在 也 和 与 及 就 都 而 呢 吗 吧 啊 着 过 被 把 很 还 又 给 跟 对 让 从 到 这 那 个
@@ -213,53 +213,6 @@ def script_of(text: str) -> str:
     han = len(_HAN_CHARS.findall(text))
     latin = len(_LATIN_CHARS.findall(text))
     return "zh" if han and 2 * han >= latin else "en"
-
-
-#: Titles written with a full stop: "Dr. Ada Brooks" goes on after it.
-_TITLE_STOP = re.compile(
-    r"(?<![A-Za-z])(?:dr|mr|mrs|ms|mx|prof|capt|st|rev|fr|sgt|lt|col|gen)\.$", re.I
-)
-
-
-def sentences(text: str, names: tuple[str, ...] = ()) -> list[str]:
-    """The sentences of a prediction (a model may glue several facts into one). A full
-    stop inside a speaker's name ("J. R. Okoro") or after a title followed by a capital
-    ("Dr. Ada Brooks", "Mrs. Okafor") ends no sentence (issue 42)."""
-    inside = _stops_in_names(text, names)
-    parts: list[str] = []
-    start = 0
-    for m in _SENTENCE_END.finditer(text):
-        stop = m.start() - 1
-        if m.end() > m.start() and (stop in inside or _after_title(text, stop, m.end())):
-            continue
-        parts.append(text[start : m.start()])
-        start = m.end()
-    parts.append(text[start:])
-    kept = [p.strip() for p in parts]
-    return [p for p in kept if p] or [text]
-
-
-def _stops_in_names(text: str, names: tuple[str, ...]) -> set[int]:
-    """The offsets of the full stops of ``text`` inside an occurrence of a name."""
-    out: set[int] = set()
-    for name in names:
-        if "." not in name.rstrip("."):
-            continue
-        at = text.find(name)
-        while at >= 0:
-            out.update(at + i for i, ch in enumerate(name[:-1]) if ch == ".")
-            at = text.find(name, at + 1)
-    return out
-
-
-def _after_title(text: str, stop: int, after: int) -> bool:
-    """Whether the full stop at ``stop`` ends a title and a capital follows at
-    ``after`` (past the spaces)."""
-    return bool(
-        after < len(text)
-        and text[after].isupper()
-        and _TITLE_STOP.search(text, max(0, stop - 4), stop + 1)
-    )
 
 
 def _latin_stem(word: str) -> str:
