@@ -85,12 +85,15 @@ REPRESENTATIVE = 8
 
 def name_forms(lang: str) -> list[tuple[str, str, str]]:
     """Every (name, other form, kind) the rename perturbation can draw for a case in
-    ``lang`` (``_perturb.KINDS``), and the extra forms above."""
-    out = []
+    ``lang`` (``_perturb.KINDS``), and the extra forms above. The other form (an alias's
+    new name: "Dr. Zhou" for 周医生, "Guo Zihan" for 郭子涵) is tried as the name too, so
+    it stands in the gold texts whether or not the case has aliases."""
+    pairs = []
     for kind in _perturb.KINDS[lang]:
         bank = NAME_BANK[kind]
-        out += [(new, other, kind) for new, other in bank.get(lang, bank.get("any", ()))]
-    return out + [(new, other, "extra") for new, other in EXTRA_FORMS[lang]]
+        pairs += [(new, other, kind) for new, other in bank.get(lang, bank.get("any", ()))]
+    pairs += [(new, other, "extra") for new, other in EXTRA_FORMS[lang]]
+    return pairs + [(other, new, kind) for new, other, kind in pairs]
 
 
 def problems(case: Case, rewrite: Rewrite | None = None) -> Iterator[str]:
@@ -220,12 +223,23 @@ def _named_in_facts(case: Case) -> list[str]:
     ]
 
 
+def _longest_named(case: Case) -> int:
+    """The length of the longest gold text of ``case`` that names a speaker inside it."""
+    forms = [f for p in _perturb._people(case) for f in case.speakers.forms_of(p)]
+    texts = [f.text or "" for f in case.expect.facts]
+    return max((len(t) for t in texts if any(t.find(f) > 0 for f in forms)), default=0)
+
+
 def representative(lang: str) -> list[Case]:
-    """The first ``REPRESENTATIVE`` cases of ``lang`` of each committed suite with a
-    speaker named inside a gold fact (the cases a rename changes most)."""
-    out = []
+    """Of each committed suite, the first ``REPRESENTATIVE`` cases of ``lang`` with a
+    speaker named inside a gold fact (the cases a rename changes most), and the
+    ``REPRESENTATIVE`` such cases with the longest of those facts (where a long name
+    takes a fact over the answer limit, and the cut is checked)."""
+    out: list[Case] = []
     for name in SUITES:
         found = [c for c in suite_cases(name) if c.lang == lang and _named_in_facts(c)]
+        longest = sorted(found, key=lambda c: -_longest_named(c))
+        out += [c for c in longest[:REPRESENTATIVE] if c not in found[:REPRESENTATIVE]]
         out += found[:REPRESENTATIVE]
     return out
 
