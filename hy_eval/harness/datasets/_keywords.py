@@ -298,3 +298,29 @@ def members(items: list[Keyword]) -> list[str]:
     return [
         k.removeprefix("=") for item in items for k in ([item] if isinstance(item, str) else item)
     ]
+
+
+def without_name(keywords: list[Keyword], forms: set[str]) -> list[Keyword]:
+    """A fact's keyword items once the person named by ``forms`` (casefolded) is the
+    user (``_perturb.swap_perspective``): a perfect answer then says "the user", not the
+    name ("Noor will ask the user for a payment plan" for "The user will ask Gareth for a
+    payment plan"). Items that name the person are dropped while another item is left,
+    else the name is taken out of its items' alternatives (issue 42)."""
+
+    def names(member: str) -> bool:
+        return member.removeprefix("=").casefold() in forms
+
+    def alternatives(item: Keyword) -> list[str]:
+        return [item] if isinstance(item, str) else list(item)
+
+    named = [k for k in keywords if any(names(m) for m in alternatives(k))]
+    if not named:
+        return keywords
+    if len(named) < len(keywords):
+        return [k for k in keywords if k not in named]
+    out: list[Keyword] = []
+    for k in keywords:
+        left = [m for m in alternatives(k) if not names(m)]
+        if left:
+            out.append(left[0] if len(left) == 1 else left)
+    return out or keywords

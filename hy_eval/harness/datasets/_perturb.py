@@ -29,7 +29,7 @@ from pydantic import ValidationError
 
 from hy_eval._terminal import echo
 from hy_eval.harness.datasets._anthropic_form import ANTHROPIC_BLOCKS, has_blocks, to_anthropic
-from hy_eval.harness.datasets._keywords import contains_all, contains_any, members
+from hy_eval.harness.datasets._keywords import contains_all, contains_any, members, without_name
 from hy_eval.harness.datasets._rename_text import replace_names, word_occurs
 from hy_eval.harness.datasets._schema import Case, CaseRef, Suite, load_suite
 
@@ -273,6 +273,9 @@ def swap_perspective(case: Case, seed: int = 0) -> Result:
     exp = data["expect"]
     for item in exp["facts"] + exp["absent"]:
         item["subject"] = who(item["subject"])
+    b_forms = {f.casefold() for f in case.speakers.forms_of(b)}
+    for item in exp["facts"]:
+        item["keywords"] = without_name(item["keywords"], b_forms)
     if exp.get("profile") is not None:
         a_facts = [f for f in exp["facts"] if f["subject"] == user]
         b_text = " ".join(

@@ -18,6 +18,7 @@ from hy_eval.harness.scoring import (
     Judge,
     Matcher,
     Outcome,
+    ScoringDeadline,
     VerdictMatcher,
     score_case,
     static_matcher,
@@ -100,7 +101,8 @@ async def _score(
     label: str,
 ) -> CaseScore:
     """The case's score. Matching (the judge's model calls included) is under the same
-    rule as the pipeline: an unexpected exception costs this case, never the run."""
+    rule as the pipeline: an unexpected exception, or matching past its deadline
+    (``SCORING_DEADLINE_S``), costs this case, never the run."""
     try:
         return score_case(case, outcome, await _matcher(case, outcome, matcher, judge, label))
     except ModelProcessDied as exc:
@@ -108,6 +110,10 @@ async def _score(
         raise
     except (CacheMiss, RunStopped):
         raise
+    except ScoringDeadline as exc:
+        outcome.error = f"scoring deadline: {exc}"
+        fields.update(status="error", error=outcome.error)
+        return score_case(case, outcome)
     except Exception as exc:
         outcome.error = (
             f"internal error while matching ({matcher}): "

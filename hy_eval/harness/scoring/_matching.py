@@ -17,6 +17,7 @@ right for.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -25,11 +26,37 @@ from hy_eval.harness.datasets import GoldFact, contains_all, first_forms
 from hy_eval.harness.runlog import JudgeInfo, MatcherPair, RunManifest
 from hy_eval.harness.scoring._fuzzy import match_fuzzy, max_weight_assignment
 from hy_eval.harness.scoring._quality import quality_of, quality_text
-from hy_eval.harness.scoring._strict import AGREEMENT_THRESHOLD, decide
+from hy_eval.harness.scoring._strict import AGREEMENT_THRESHOLD, Decision, decide
 from hy_eval.memory import Speakers
+from hy_eval.memory._extract import cut_text
 
 MATCHERS = ("strict", "keyword", "fuzzy", "judge")
 DEFAULT_MATCHER = "strict"
+
+#: The longest predicted fact text the scorer reads: an external system's memory over it
+#: is cut, ending in ``…``, and counted (``bound_texts``), as the pipeline cuts its facts
+#: at the schema's ``MAX_FACT_CHARS`` (120). Far above any one fact, so a memory of a
+#: few sentences is scored whole; a 1 MB memory costs what 2,000 characters cost
+#: (``benchmarks/bench_strict_long.py``, issue 43).
+SCORED_TEXT_LIMIT = 2000
+
+#: Seconds the ``strict`` matcher may spend on one case. Past it the case errs with the
+#: reason (``ScoringDeadline``) and the run goes on (the per-case rule,
+#: docs/reliability.md). Checked between pairs: with the bound above one pair costs at
+#: most a fraction of a second.
+SCORING_DEADLINE_S = 60.0
+
+
+class ScoringDeadline(Exception):
+    """Matching one case took longer than ``SCORING_DEADLINE_S``."""
+
+
+def bound_texts(texts: Sequence[str]) -> tuple[list[str], int]:
+    """``texts`` with each one over ``SCORED_TEXT_LIMIT`` characters cut (``cut_text``,
+    the pipeline's cut), and how many were cut."""
+    out = [cut_text(t, SCORED_TEXT_LIMIT) for t in texts]
+    return out, sum(a != b for a, b in zip(out, texts, strict=True))
+
 
 #: ``rank(g, p)``: 0 right subject and owner, 1 right subject, 2 neither.
 Rank = Callable[[int, int], int]
@@ -121,10 +148,7 @@ class StrictMatcher:
         self.threshold = threshold
 
     def assign(self, golds: Sequence[GoldFact], texts: Sequence[str], rank: Rank) -> list[Pick]:
-        decisions = [
-            [decide(g.text or "", g.keywords, t, self.names, self.threshold) for t in texts]
-            for g in golds
-        ]
+        decisions = self._decisions(golds, texts)
         count = min(len(golds), len(texts))
         # One more pair outweighs any sum of agreements (each at most 1); the rank bonus,
         # all of it together below 1e-4, only breaks ties of agreement.
@@ -144,6 +168,24 @@ class StrictMatcher:
             else:
                 picks.append(Pick(p, {"agreement": round(decisions[g][p].agreement, 3)}))
         return picks
+
+    def _decisions(self, golds: Sequence[GoldFact], texts: Sequence[str]) -> list[list[Decision]]:
+        """``decide`` on every (gold, predicted) pair, within ``SCORING_DEADLINE_S``."""
+        deadline = SCORING_DEADLINE_S
+        stop = time.monotonic() + deadline
+        out: list[list[Decision]] = []
+        for g in golds:
+            row = []
+            for t in texts:
+                row.append(decide(g.text or "", g.keywords, t, self.names, self.threshold))
+                if time.monotonic() > stop:
+                    done = len(out) * len(texts) + len(row)
+                    raise ScoringDeadline(
+                        f"matching took over {deadline:g} s "
+                        f"({done} of {len(golds) * len(texts)} pairs decided)"
+                    )
+            out.append(row)
+        return out
 
 
 class FuzzyMatcher:

@@ -61,6 +61,7 @@ from hy_eval.harness.scoring._numbers import (
 )
 from hy_eval.harness.scoring._numforms import quantities
 from hy_eval.harness.scoring._relatives import added_relative
+from hy_eval.harness.scoring._sentences import sentences
 from hy_eval.harness.scoring._values import replaced_value, value_key
 from hy_eval.harness.text import (
     HAN,
@@ -93,7 +94,6 @@ CROSS_THRESHOLD = 0.2
 _SUFFIXES = word_set("s es e ed d ing er ers r rs y ies ied ier iest ly 's ’s")
 _DOUBLED_SUFFIXES = word_set("ing ed er ers")  # run -> running, plan -> planned
 _LATIN_LETTER = re.compile(r"[a-z\u00c0-\u024f]")
-_SENTENCE_END = re.compile(r"(?<=[。！？!?；;\n])|(?<=[.])\s+")
 #: Chinese words of no content: function words, and the subject placeholders.
 _ZH_STOP = word_set(
     """的 了 是 在 也 和 与 及 就 都 而 呢 吗 吧 啊 着 过 被 把 很 还 又 给 跟 对 让 从 到 这 那 个
@@ -215,12 +215,6 @@ def script_of(text: str) -> str:
     return "zh" if han and 2 * han >= latin else "en"
 
 
-def sentences(text: str) -> list[str]:
-    """The sentences of a prediction (a model may glue several facts into one)."""
-    parts = [p.strip() for p in _SENTENCE_END.split(text)]
-    return [p for p in parts if p] or [text]
-
-
 def _latin_stem(word: str) -> str:
     """A crude stem both sides get alike: ``word_form``, then -ing and -ed off, and a
     doubled last consonant undone (planning, planned -> plan)."""
@@ -280,16 +274,20 @@ def content_sequence(text: str, names: tuple[str, ...]) -> tuple[tuple[int, str,
     name_words = {w for n in names for w in latin_words(n)}
     skip = {fold_spaced(n) for n in names} | {_latin_stem(w) for w in name_words} | _CUE_WORDS
     out: list[tuple[int, str, bool]] = []
-    before: list[str] = []
+    # The last Latin word before this one that is not an adverb of ``_BETWEEN`` (None
+    # at the start and after Chinese text): kept as the loop goes, so the sequence costs
+    # one pass over the words, not a pass over the earlier words for each word.
+    last: str | None = None
     for m in _LATIN_TOKEN.finditer(t):
         w = m.group(0)
         if any(map(is_cjk, w)):
-            before = []
+            last = None
             continue
         stem = _latin_stem(w)
         if w not in STOP_WORDS and stem not in STOP_WORDS and stem not in skip:
-            out.append((m.start(), stem, _verb_like(before, w, name_words)))
-        before.append(w)
+            out.append((m.start(), stem, _verb_like(last, w, name_words)))
+        if w not in _BETWEEN:
+            last = w
     zh: list[tuple[int, str, bool]] = []
     for a, b in segments(t, names)[0]:
         w = t[a:b]
@@ -298,12 +296,11 @@ def content_sequence(text: str, names: tuple[str, ...]) -> tuple[tuple[int, str,
     return tuple(sorted(out + zh))
 
 
-def _verb_like(before: list[str], word: str, name_words: set[str]) -> bool:
-    """Whether ``word``, after the words ``before`` it, reads as a verb."""
-    prev = [w for w in before if w not in _BETWEEN]
-    if not prev:
+def _verb_like(last: str | None, word: str, name_words: set[str]) -> bool:
+    """Whether ``word`` reads as a verb after ``last``, the word before it (adverbs of
+    ``_BETWEEN`` skipped; None when there is none)."""
+    if last is None:
         return False
-    last = prev[-1]
     if last in _BEFORE_A_VERB or last in name_words:
         return True
     return last in ("is", "are", "am") and word.endswith("ing")
@@ -315,16 +312,25 @@ def _frame_text(text: str) -> str:
     return quantities(chinese_to_digits(english_to_digits(read_ordinals_and_clock(text))))
 
 
-#: The end of a sentence the pipeline cut to its length limit: the mark and the part of
-#: the word it cut (``memory._extract.cut_text``).
-_CUT_TAIL = re.compile(rf"\S*{re.escape(CUT_MARK)}$")
+def _without_cut_tail(sentence: str) -> str:
+    """``sentence`` without the end the pipeline cut to its length limit
+    (``memory._extract.cut_text``): the cut mark and the run of non-space characters
+    before it (the part of the word it cut). Found by one walk back from the end; a
+    regular expression ``\\S*…$`` tried every start of a long run without spaces (all
+    Chinese text) and cost time quadratic in the run (issue 43)."""
+    if not sentence.endswith(CUT_MARK):
+        return sentence
+    start = len(sentence) - len(CUT_MARK)
+    while start > 0 and not sentence[start - 1].isspace():
+        start -= 1
+    return sentence[:start]
 
 
 def _frame_problem(gold: str, sentence: str, names: tuple[str, ...]) -> str | None:
     """A replaced value in the gold's frame, or a change turned around (``_frames``). A
     sentence cut to the length limit states less, not another value: the piece of a
     word before its cut mark is no word of the frame."""
-    sentence = _CUT_TAIL.sub("", sentence)
+    sentence = _without_cut_tail(sentence)
     g_seq = content_sequence(gold, names)
     p_seq = content_sequence(sentence, names)
     g_keys = [value_key(canonical(w)) for _, w, _ in g_seq]
@@ -364,7 +370,7 @@ def decide(
     gold_cues = _sentence_cues(gold_text, keywords, names_t)
     best: tuple[float, str] | None = None
     gold_words = content(gold_text, names_t, False)
-    parts = sentences(predicted)
+    parts = sentences(predicted, names_t)
     for sentence in parts:
         if len(parts) > 1 and keywords and not _holds_all(sentence, keywords, names_t, cross):
             continue  # a glued sentence that does not hold the keywords is another fact

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from hy_eval.harness.datasets import Case
-from hy_eval.harness.scoring import Outcome
+from hy_eval.harness.scoring import Outcome, bound_texts
 from hy_eval.harness.systems._base import SystemRun
 
 #: Metrics no external system has: this package's reconcile fallback (R3) and its parse
@@ -44,7 +44,11 @@ def store_run(case: Case, answer: dict[str, Any], measures: list[str]) -> System
     owners = "owner" in measures
     # A fact is a memory the add wrote: a new id, or an old one whose text changed.
     new = [i for i, m in after.items() if i not in before or m["text"] != before[i]["text"]]
-    facts = [{"text": after[i]["text"], "owner": after[i].get("owner") or ""} for i in new]
+    # What is scored is bounded, as the pipeline bounds its facts: a longer memory is
+    # cut and counted in the record's ``truncated`` (issue 43).
+    texts, cut = bound_texts([after[i]["text"] for i in new])
+    owner_of = [after[i].get("owner") or "" for i in new]
+    facts = [{"text": t, "owner": o} for t, o in zip(texts, owner_of, strict=True)]
     fact_of = {i: n for n, i in enumerate(new)}
     outcome = Outcome(
         facts=facts,
@@ -71,6 +75,7 @@ def store_run(case: Case, answer: dict[str, Any], measures: list[str]) -> System
         },
         "existing_ids": existing,
         "round_trips": answer.get("calls"),
+        "truncated": {"scored_texts_cut": cut} if cut else {},
         "system_trace": answer.get("trace") or {},
     }
     return SystemRun(outcome, fields)
