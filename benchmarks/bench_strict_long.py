@@ -1,5 +1,5 @@
 """The ``strict`` matcher's time per (gold, predicted) pair against the prediction's
-length (issue 43, item 2):
+length:
 
     python benchmarks/bench_strict_long.py                      # 10k, 40k and 1M characters
     python benchmarks/bench_strict_long.py --sizes 10000 40000  # quicker

@@ -1,5 +1,5 @@
 """Writing into folders this program did not make, and keeping what it writes private
-(issue 43, items 1 and 12; docs/reliability.md, "Files and links").
+(docs/reliability.md, "Files and links").
 
 A run folder, a table's ``--out`` or a baseline's folder may come from anyone (a copied
 folder, a CI artifact), and may hold symbolic links where this program writes files. The

@@ -1,5 +1,5 @@
-"""Live answers of the embedded model repeat on one machine, not across machines (issue 48
-item 2): a local run's manifest records what decides them (llama.cpp's system info, the
+"""Live answers of the embedded model repeat on one machine, not across machines: a
+local run's manifest records what decides them (llama.cpp's system info, the
 threads), a recorded cassette keeps its machine beside it, and ``hy-eval cassette agree``
 says which answers of a cache differ from a cassette's and whether the machines match."""
 

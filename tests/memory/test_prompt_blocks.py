@@ -1,4 +1,4 @@
-"""A variant changes one rule without copying the rules block (issue 48 item 6): each
+"""A variant changes one rule without copying the rules block: each
 numbered rule of the extraction prompt is a block of its own (``rule_1`` ... ``rule_8``),
 and the blocks add no text: the rendered prompts are the same as before they existed (the
 committed cassette still replays)."""

@@ -1,5 +1,5 @@
-"""Writers that meet symbolic links, and what they create being private (issue 43, items
-1 and 12; rule E2; docs/reliability.md, "Files and links").
+"""Writers that meet symbolic links, and what they create being private (rule
+E2; docs/reliability.md, "Files and links").
 
 A run folder may come from anyone. Each writer that writes into a folder it did not make
 gets a link planted where it writes, pointing at a file outside; the file outside must be

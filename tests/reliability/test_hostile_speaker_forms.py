@@ -1,4 +1,4 @@
-"""Speaker-label forms other than ``[X]:`` in a message body (issue 43 item 6; rules D2,
+"""Speaker-label forms other than ``[X]:`` in a message body (rules D2,
 D3, H1, H4, M6, M7).
 
 A model reads ``【user】：``, ``用户：``, ``John: ``, ``「user」：``, ``(user):``, ``<user>:`` or

@@ -1,4 +1,4 @@
-"""Issue 43, item 2: one long memory must not hang a run in the scorer.
+"""One long memory must not hang a run in the scorer.
 
 An external system's memories reach the scorer uncut (this package's pipeline cuts its
 facts at the schema's 120 characters). ``strict`` was quadratic in a prediction's length

@@ -305,7 +305,7 @@ def without_name(keywords: list[Keyword], forms: set[str]) -> list[Keyword]:
     user (``_perturb.swap_perspective``): a perfect answer then says "the user", not the
     name ("Noor will ask the user for a payment plan" for "The user will ask Gareth for a
     payment plan"). Items that name the person are dropped while another item is left,
-    else the name is taken out of its items' alternatives (issue 42)."""
+    else the name is taken out of its items' alternatives."""
 
     def names(member: str) -> bool:
         return member.removeprefix("=").casefold() in forms

@@ -37,7 +37,7 @@ DEFAULT_MATCHER = "strict"
 #: is cut, ending in ``…``, and counted (``bound_texts``), as the pipeline cuts its facts
 #: at the schema's ``MAX_FACT_CHARS`` (120). Far above any one fact, so a memory of a
 #: few sentences is scored whole; a 1 MB memory costs what 2,000 characters cost
-#: (``benchmarks/bench_strict_long.py``, issue 43).
+#: (``benchmarks/bench_strict_long.py``).
 SCORED_TEXT_LIMIT = 2000
 
 #: Seconds the ``strict`` matcher may spend on one case. Past it the case errs with the

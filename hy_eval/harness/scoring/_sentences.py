@@ -5,7 +5,7 @@ sentence that holds the keywords.
 A sentence ends after 。！？!?；; or a line break, and at a full stop followed by a space,
 except a full stop inside a speaker's name ("J. R. Okoro") or after a title followed by
 a capital ("Dr. Ada Brooks", "Mrs. Okafor"): cut there, the fact's keywords fell on two
-sentences and a perfect answer no longer matched its own gold fact (issue 42).
+sentences and a perfect answer no longer matched its own gold fact.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ _TITLE_STOP = re.compile(
 def sentences(text: str, names: tuple[str, ...] = ()) -> list[str]:
     """The sentences of a prediction (a model may glue several facts into one). A full
     stop inside a speaker's name ("J. R. Okoro") or after a title followed by a capital
-    ("Dr. Ada Brooks", "Mrs. Okafor") ends no sentence (issue 42)."""
+    ("Dr. Ada Brooks", "Mrs. Okafor") ends no sentence."""
     inside = _stops_in_names(text, names)
     parts: list[str] = []
     start = 0

@@ -317,7 +317,7 @@ def _without_cut_tail(sentence: str) -> str:
     (``memory._extract.cut_text``): the cut mark and the run of non-space characters
     before it (the part of the word it cut). Found by one walk back from the end; a
     regular expression ``\\S*…$`` tried every start of a long run without spaces (all
-    Chinese text) and cost time quadratic in the run (issue 43)."""
+    Chinese text) and cost time quadratic in the run."""
     if not sentence.endswith(CUT_MARK):
         return sentence
     start = len(sentence) - len(CUT_MARK)

@@ -45,7 +45,7 @@ def store_run(case: Case, answer: dict[str, Any], measures: list[str]) -> System
     # A fact is a memory the add wrote: a new id, or an old one whose text changed.
     new = [i for i, m in after.items() if i not in before or m["text"] != before[i]["text"]]
     # What is scored is bounded, as the pipeline bounds its facts: a longer memory is
-    # cut and counted in the record's ``truncated`` (issue 43).
+    # cut and counted in the record's ``truncated``.
     texts, cut = bound_texts([after[i]["text"] for i in new])
     owner_of = [after[i].get("owner") or "" for i in new]
     facts = [{"text": t, "owner": o} for t, o in zip(texts, owner_of, strict=True)]

@@ -1,4 +1,4 @@
-"""A comparison in one line (issue 48 item 6): what is significantly better or worse after
+"""A comparison in one line: what is significantly better or worse after
 Holm, what the suite cannot tell at its MDE, and which prompt files differ; in the
 terminal text and on the page."""
 

@@ -1,4 +1,4 @@
-"""What a newcomer reads beside the numbers (issue 48 item 4): the embedded model's figures
+"""What a newcomer reads beside the numbers: the embedded model's figures
 are a floor, a one-language run says so, every metric is defined where the numbers are
 shown; a partial run's wall time reads unknown, never 0.0 s (item 7)."""
 

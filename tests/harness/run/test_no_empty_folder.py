@@ -1,5 +1,4 @@
-"""A run that fails before its first case leaves no folder in reports/ (issue 48 item 1:
-docs/ci.md's gate command on a fresh clone exited 4 on a replay-only miss and left an
+"""A run that fails before its first case leaves no folder in reports/ (docs/ci.md's gate command on a fresh clone exited 4 on a replay-only miss and left an
 empty run folder); one that failed after some cases keeps them, for --resume."""
 
 import pytest

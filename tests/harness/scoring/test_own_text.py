@@ -1,4 +1,4 @@
-"""Issue 42, item 2: a perfect answer always matches its own gold fact (E3, A1-A8).
+"""A perfect answer always matches its own gold fact (E3, A1-A8).
 
 The property: for every gold fact of every committed suite, in the case as written and
 under every perturbation (``_perturb.PERTURBATIONS``, seed 0, as a run draws them), the

@@ -1,4 +1,4 @@
-"""Another system says what it is and what went wrong (issue 48 item 5): mem0 on the
+"""Another system says what it is and what went wrong: mem0 on the
 embedded model gets the context it needs without a flag, the start line and the run
 folder name the system, a run whose every case failed still reads n/m for what the system
 cannot measure, and a run over the error tolerance names its commonest error."""
