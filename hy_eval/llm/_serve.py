@@ -369,7 +369,7 @@ class LLMServer:
         self.token = new_token()
         bound = self._http.server_address
         self._http.token = self.token
-        self._http.hosts = allowed_hosts(str(bound[0]), int(bound[1]), allow_remote)
+        self._http.hosts = allowed_hosts((host, str(bound[0])), int(bound[1]), allow_remote)
         self._thread: threading.Thread | None = None
         self._serving = False
         self._stopped: ServeSummary | None = None

@@ -47,23 +47,26 @@ def new_token() -> str:
     return secrets.token_urlsafe(32)
 
 
-def allowed_hosts(host: str, port: int, allow_remote: bool) -> frozenset[str] | None:
-    """The ``Host`` header values a server bound to ``host``:``port`` accepts, lower case:
-    the loopback names, and the bound address itself. ``None`` (any name) only for a
-    wildcard address (``0.0.0.0``, ``::``) with ``allow_remote``: its clients may use any
-    of the machine's names, and the token is then the only check."""
+def allowed_hosts(hosts: Iterable[str], port: int, allow_remote: bool) -> frozenset[str] | None:
+    """The ``Host`` header values a server on ``port`` accepts, lower case: the loopback
+    names, and each of ``hosts`` (the ``--host`` given and the address bound). ``None``
+    (any name) only for a wildcard address (``0.0.0.0``, ``::``) with ``allow_remote``:
+    its clients may use any of the machine's names, and the token is then the only
+    check."""
     names = {"127.0.0.1", "localhost", "[::1]"}
-    try:
-        address = ipaddress.ip_address(host)
-    except ValueError:
-        address = None
-    if address is not None and address.is_unspecified:
-        if allow_remote:
-            return None
-    elif address is not None and address.version == 6:
-        names.add(f"[{address.compressed}]")
-    else:
-        names.add(host.lower())
+    for host in hosts:
+        try:
+            address = ipaddress.ip_address(host)
+        except ValueError:
+            names.add(host.lower())
+            continue
+        if address.is_unspecified:
+            if allow_remote:
+                return None
+        elif address.version == 6:
+            names.add(f"[{address.compressed}]")
+        else:
+            names.add(str(address))
     return frozenset(f"{name}:{port}" for name in names)
 
 

@@ -15,6 +15,7 @@ import openai
 import pytest
 
 from hy_eval.llm import LLMServer, ModelOptions
+from hy_eval.llm._serve_guard import allowed_hosts
 from hy_eval.llm.loopback import LoopbackServer, Reply, openai_completion
 
 CHAT = json.dumps({"model": "gpt-up", "messages": [{"role": "user", "content": "hi"}]}).encode()
@@ -161,6 +162,19 @@ def test_the_loopback_names_of_the_server_are_taken(server, name):
         server, head(server, Host=f"{name}:{address(server)[1]}") + CHAT, wait=0.5
     )
     assert statuses == [200]
+
+
+def test_the_names_a_server_takes_follow_its_address():
+    assert allowed_hosts(["::1", "::1"], 80, False) == {
+        "127.0.0.1:80",
+        "localhost:80",
+        "[::1]:80",
+    }
+    named = allowed_hosts(["box.example", "10.0.0.7"], 80, True)
+    assert {"box.example:80", "10.0.0.7:80", "localhost:80"} <= named
+    assert "attacker.example:80" not in named
+    # A wildcard address with --allow-remote: any name (the token still checked).
+    assert allowed_hosts(["0.0.0.0"], 80, True) is None
 
 
 @pytest.mark.parametrize("kind", ["text/plain", "application/x-www-form-urlencoded", None])
