@@ -1,7 +1,8 @@
 """What ``hy-eval serve`` checks of a request before it reads the body (docs/llm.md,
 "Who may call it"; docs/reliability.md, "The model server"):
 
-- framing that every reader of the bytes reads the same way: one ``Content-Length`` of
+- framing that every reader of the bytes reads the same way: header lines of the form
+  ``Name: value`` (no space before the colon, no folded line), one ``Content-Length`` of
   ASCII digits, no ``Transfer-Encoding``, no body on a request that takes none (a body
   on a kept-alive GET was read as the next request; ``1_0`` was read as 10; of two
   ``Content-Length`` headers the first won);
@@ -82,6 +83,15 @@ def _one(headers: Message, name: str) -> tuple[str | None, Refusal | None]:
 def body_length(method: str, headers: Message) -> int | Refusal:
     """How many body bytes follow the headers, or why the request is refused. Only POST
     takes a body, and it must say its length; any other method must carry none."""
+    if (
+        headers.defects
+        or headers.get_payload()
+        or any("\n" in str(value) for value in headers.values())
+    ):
+        # http.server's parser drops a line with space before its colon (and all after
+        # it) and folds a line that starts with a space into the one before: a proxy in
+        # front may read either as a header, Content-Length among them (RFC 9112 5.1, 5.2).
+        return Refusal(400, "a header line is not 'Name: value' on one line")
     length, refused = _one(headers, "Content-Length")
     encoding, refused_te = _one(headers, "Transfer-Encoding")
     if refused or refused_te:

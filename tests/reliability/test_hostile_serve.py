@@ -6,6 +6,7 @@ upstream is the loopback server, and what it receives is the measure."""
 
 import http.client
 import json
+import re
 import socket
 import threading
 import time
@@ -89,9 +90,8 @@ def exchange(server, data, wait=1.5):
             if not chunk:
                 break
             received += chunk
-    statuses = [
-        int(line.split()[1]) for line in received.split(b"\r\n") if line.startswith(b"HTTP/1.1 ")
-    ]
+    # A body has no line break after it: the next status line follows it on its line.
+    statuses = [int(code) for code in re.findall(rb"HTTP/1\.1 (\d{3}) ", received)]
     return statuses, received.decode("utf-8", "replace")
 
 
@@ -193,7 +193,29 @@ def test_a_body_that_is_not_sent_as_json_is_415(server, upstream, kind):
 
 def test_a_body_on_a_get_is_not_read_as_the_next_request(server, upstream):
     smuggled = head(server) + CHAT
-    get = head(server, "GET", "/v1/models", Content_Type=None, Content_Length=str(len(smuggled)))
+    get = head(
+        server,
+        "GET",
+        "/v1/models",
+        Content_Type=None,
+        Content_Length=str(len(smuggled)),
+        Connection=None,  # kept alive: the next bytes are read as the next request
+    )
+    statuses, _ = exchange(server, get + smuggled)
+    assert statuses == [400]
+    assert upstream.count == 0
+
+
+@pytest.mark.parametrize(
+    "line", ["Content-Length : {n}", "Content-Length\t: {n}", "X-Note: a\r\n Content-Length: {n}"]
+)
+def test_a_header_line_a_proxy_could_read_otherwise_is_refused(server, upstream, line):
+    """Space before the colon (RFC 9112 5.1: a server must refuse it) and a folded line:
+    http.server's parser drops the first and everything after it, or folds the second into
+    the line before, so the body was read as the next request."""
+    smuggled = head(server) + CHAT
+    get = head(server, "GET", "/v1/models", Content_Type=None, Content_Length=None, Connection=None)
+    get = get[:-2] + line.format(n=len(smuggled)).encode() + b"\r\n\r\n"
     statuses, _ = exchange(server, get + smuggled)
     assert statuses == [400]
     assert upstream.count == 0
