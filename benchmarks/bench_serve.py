@@ -28,13 +28,16 @@ CALLS = 200
 MODEL = "bench-model"
 
 
-def start_serve(upstream_url: str, cache: str, *extra: str) -> tuple[subprocess.Popen[str], str]:
+def start_serve(
+    upstream_url: str, cache: str, *extra: str
+) -> tuple[subprocess.Popen[str], str, str]:
     cmd = [sys.executable, "-m", "hy_eval", "serve", "--provider", "openai", "--model", MODEL]
     cmd += ["--base-url", upstream_url, "--structured", "json_schema", "--cache", cache, *extra]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env)
     assert proc.stdout is not None
-    return proc, proc.stdout.readline().split()[0]
+    url, _word, token = proc.stdout.readline().split()[:3]  # the URL, "token", the token
+    return proc, url, token
 
 
 def per_call_ms(client: Any, calls: int, distinct: bool) -> list[float]:
@@ -61,13 +64,13 @@ def burst_s(client: Any, n: int, tag: str) -> float:
 def main() -> None:
     import openai
 
-    def sdk(url: str) -> Any:
-        return openai.OpenAI(base_url=url, api_key="x", max_retries=0)
+    def sdk(url: str, token: str = "x") -> Any:
+        return openai.OpenAI(base_url=url, api_key=token, max_retries=0)
 
     with tempfile.TemporaryDirectory() as tmp, ServerProcess(delay=0.0) as fast:
-        proc, url = start_serve(fast.openai_url, f"{tmp}/cache.sqlite")
+        proc, url, token = start_serve(fast.openai_url, f"{tmp}/cache.sqlite")
         try:
-            served, direct = sdk(url), sdk(fast.openai_url)
+            served, direct = sdk(url, token), sdk(fast.openai_url)
             per_call_ms(served, 20, True)  # warm both paths
             per_call_ms(direct, 20, True)
             d = statistics.median(per_call_ms(direct, CALLS, True))
@@ -87,9 +90,11 @@ def main() -> None:
             proc.terminate()
             proc.wait()
     with tempfile.TemporaryDirectory() as tmp, ServerProcess(delay=0.1) as slow:
-        proc, url = start_serve(slow.openai_url, f"{tmp}/cache.sqlite", "--concurrency", "64")
+        proc, url, token = start_serve(
+            slow.openai_url, f"{tmp}/cache.sqlite", "--concurrency", "64"
+        )
         try:
-            served, direct = sdk(url), sdk(slow.openai_url)
+            served, direct = sdk(url, token), sdk(slow.openai_url)
             print("bursts of concurrent distinct calls, upstream answering after 100 ms:")
             for n in (16, 64):
                 d, s = burst_s(direct, n, "direct"), burst_s(served, n, "served")

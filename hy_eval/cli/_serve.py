@@ -46,9 +46,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
         if options.cache_mode != "off"
         else "cache off"
     )
-    # The URL first: a script reads the first word of the first line.
+    # The URL first and the token third: a script reads them from the first line.
     echo(
-        f"{server.url}  model {provider.name}:{server.model}, {cache}, embeddings "
+        f"{server.url}  token {server.token}  (the API key every request must send)  "
+        f"model {provider.name}:{server.model}, {cache}, embeddings "
         f"{EMBEDDING_MODEL} (a stand-in, not a model); Ctrl-C stops",
         flush=True,
     )
@@ -79,7 +80,8 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--allow-remote",
         action="store_true",
-        help="listen on an address that is not loopback (the server has no authentication)",
+        help="listen on an address that is not loopback (the token, sent in clear HTTP, "
+        "is then the only guard)",
     )
     p.add_argument("--prices", help="TOML file extending the price table")
     add_model_flags(p)

@@ -7,16 +7,21 @@ stand-in of ``_embed.py``), ``GET /v1/models`` and ``GET /v1/models/{id}``. What
 answers is ``_serve_app.py``; this module moves the bytes: a threading HTTP server with
 HTTP/1.1 keep-alive and a listen backlog of 1024 (with ``http.server``'s default of 5,
 a burst of concurrent connections stalls a second each), refusing a host that is not a
-loopback address unless asked (:func:`check_host`).
+loopback address unless asked (:func:`check_host`). Every request must carry the
+server's random token and pass the checks of ``_serve_guard.py``; at most
+``MAX_CONNECTIONS`` connections are open at once, and a request's headers must arrive
+within ``HEADER_TIMEOUT`` seconds of its first byte (its body within ``BODY_TIMEOUT``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import io
 import ipaddress
 import json
 import socket
 import threading
+import time
 from collections.abc import Callable
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -28,19 +33,35 @@ from hy_eval.llm._client import LLMClient
 from hy_eval.llm._options import ModelOptions
 from hy_eval.llm._prices import PriceTable
 from hy_eval.llm._serve_app import ServeSummary, _Answer, _App
+from hy_eval.llm._serve_guard import (
+    MAX_BODY_BYTES,
+    Refusal,
+    allowed_hosts,
+    body_length,
+    check_caller,
+    new_token,
+)
 from hy_eval.llm._serve_wire import error_object
 
-#: The largest request body taken (a long conversation is a few MB at most).
-MAX_BODY_BYTES = 32 * 1024 * 1024
+__all__ = ["MAX_BODY_BYTES", "LLMServer", "check_host", "serve_in_thread"]
+
 #: Seconds an idle keep-alive connection is kept open.
 IDLE_TIMEOUT = 300.0
+#: Seconds from a request's first byte to the end of its headers (a client that sends
+#: a byte now and then held a thread for up to IDLE_TIMEOUT per byte).
+HEADER_TIMEOUT = 10.0
+#: Seconds from the end of the headers to the end of the body (32 MB over loopback
+#: takes well under one).
+BODY_TIMEOUT = 60.0
+#: Connections open at once; one more is answered 503 and closed (each holds a thread).
+MAX_CONNECTIONS = 128
 #: Seconds between the accept loop's looks at a stop request (``stop`` waits up to this).
 POLL_INTERVAL = 0.1
 
 
 def check_host(host: str, allow_remote: bool) -> None:
-    """Refuse a host that is not a loopback address unless ``allow_remote``: the server
-    has no authentication, and anyone who reaches it uses the provider and its key."""
+    """Refuse a host that is not a loopback address unless ``allow_remote``: the token is
+    the only guard there, and whoever learns it uses the provider and its key."""
     if allow_remote or host == "localhost":
         return
     try:
@@ -49,8 +70,8 @@ def check_host(host: str, allow_remote: bool) -> None:
         loopback = False
     if not loopback:
         raise ConfigError(
-            f"--host {host} is not a loopback address: the server has no authentication "
-            "and would let anyone who reaches it use the model and its key; give "
+            f"--host {host} is not a loopback address: anyone who reaches it and learns the "
+            "token (it travels in clear HTTP) would use the model and its key; give "
             "--allow-remote to serve there anyway"
         )
 
@@ -64,9 +85,35 @@ class _HTTPServer(ThreadingHTTPServer):
         super().__init__(address, _Handler)
         self.app: _App | None = None
         self.stopping = False
+        #: Set by LLMServer: the token every request must carry, the Host values taken.
+        self.token = ""
+        self.hosts: frozenset[str] | None = frozenset()
         self._lock = threading.Lock()
         #: Open connections, and whether each is answering a request now.
         self._connections: dict[socket.socket, bool] = {}
+        #: Connections accepted and not yet closed (counted from the accept loop, before
+        #: a thread is started for one).
+        self._admitted: set[socket.socket] = set()
+
+    def verify_request(self, request: Any, client_address: Any) -> bool:
+        """Take a connection if fewer than ``MAX_CONNECTIONS`` are open; else answer it
+        503 from the accept loop (a few bytes into an empty send buffer) and close it."""
+        with self._lock:
+            if len(self._admitted) < MAX_CONNECTIONS:
+                self._admitted.add(request)
+                return True
+        if self.app is not None:
+            self.app.note_error(503)
+        text = f"the server has {MAX_CONNECTIONS} connections open; try again"
+        with contextlib.suppress(OSError):
+            request.setblocking(False)
+            request.send(_raw_answer(503, error_object(text, "server_error"), {"Retry-After": "1"}))
+        return False
+
+    def shutdown_request(self, request: Any) -> None:
+        with self._lock:
+            self._admitted.discard(request)
+        super().shutdown_request(request)
 
     def mark(self, conn: socket.socket, busy: bool | None) -> None:
         """Track ``conn``: busy, idle, or gone (``None``)."""
@@ -89,6 +136,52 @@ class _HTTPServer6(_HTTPServer):
     address_family = socket.AF_INET6
 
 
+def _raw_answer(status: int, body: Any, headers: dict[str, str]) -> bytes:
+    """A whole HTTP answer that closes the connection, for the accept loop."""
+    data = json.dumps(body).encode("utf-8")
+    lines = [f"HTTP/1.1 {status} {HTTPStatus(status).phrase}", "Content-Type: application/json"]
+    lines += [f"Content-Length: {len(data)}", "Connection: close"]
+    lines += [f"{name}: {value}" for name, value in headers.items()]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("ascii") + data
+
+
+class _Late(TimeoutError):
+    """A request's headers or body did not arrive by its deadline."""
+
+
+class _DeadlineReader(io.RawIOBase):
+    """The connection's bytes, each read bounded by the time left to ``deadline`` (a
+    ``time.monotonic()`` value; ``None``: an idle connection, IDLE_TIMEOUT per read).
+    A socket timeout alone bounds each read, not the request: one byte every 299 s
+    kept a thread for hours."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        super().__init__()
+        self.sock = sock
+        self.deadline: float | None = None
+        #: Whether a read missed the deadline (http.server swallows the error).
+        self.late = False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        if self.deadline is None:
+            return self.sock.recv_into(buffer)
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            self.late = True
+            raise _Late("the request did not arrive in time")
+        self.sock.settimeout(left)
+        try:
+            return self.sock.recv_into(buffer)
+        except TimeoutError:
+            self.late = True
+            raise _Late("the request did not arrive in time") from None
+        finally:
+            self.sock.settimeout(IDLE_TIMEOUT)
+
+
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     timeout = IDLE_TIMEOUT
@@ -102,6 +195,11 @@ class _Handler(BaseHTTPRequestHandler):
 
     def setup(self) -> None:
         super().setup()
+        # Reads through a deadline instead of http.server's plain buffered socket file.
+        self.rfile.close()
+        self._reader = _DeadlineReader(self.connection)
+        self._buffered = io.BufferedReader(self._reader)
+        self.rfile = self._buffered
         self.server.mark(self.connection, False)
 
     def finish(self) -> None:
@@ -110,51 +208,95 @@ class _Handler(BaseHTTPRequestHandler):
         finally:
             self.server.mark(self.connection, None)
 
+    def handle_one_request(self) -> None:
+        """Wait (up to IDLE_TIMEOUT) for a request's first byte, then give its request
+        line and headers HEADER_TIMEOUT; a request that misses it is answered 408."""
+        # http.server sets these while it parses; an answer before that needs them.
+        self.requestline, self.request_version, self.command = "", "HTTP/1.1", ""
+        self._reader.deadline = None
+        try:
+            if not self._buffered.peek(1):  # the client closed an idle connection
+                self.close_connection = True
+                return
+        except OSError:  # idle for IDLE_TIMEOUT, or reset
+            self.close_connection = True
+            return
+        self._reader.deadline = time.monotonic() + HEADER_TIMEOUT
+        self._reader.late = False
+        # http.server catches the reader's TimeoutError and closes without an answer.
+        super().handle_one_request()
+        self._reader.deadline = None
+        if self._reader.late:
+            self._reader.late = False
+            self.send_error(
+                408, f"the request's headers did not arrive within {HEADER_TIMEOUT:g} s"
+            )
+
     def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
         """http.server's own refusals (a request line it cannot read, a method it does not
         know) as OpenAI-style JSON, like every other error answer."""
+        text = message or HTTPStatus(code).phrase
+        self._refuse(Refusal(code, text))
+
+    def _refuse(self, refusal: Refusal) -> None:
+        """An error answer before the body was read; the connection closes, since an
+        unread body would be taken for the next request."""
         self.close_connection = True
         app = self.server.app
         if app is not None:
-            app.note_error(code)
-        text = message or HTTPStatus(code).phrase
-        self._send(_Answer(code, error_object(text, "invalid_request_error")))
+            app.note_error(refusal.status)
+        kind = "invalid_request_error" if refusal.status < 500 else "server_error"
+        body = error_object(refusal.message, kind, refusal.code)
+        self._send(_Answer(refusal.status, body, dict(refusal.headers)))
 
     def do_GET(self) -> None:
-        self._answer("GET", b"")
+        self._answer("GET")
 
     def do_POST(self) -> None:
-        self.server.mark(self.connection, True)
-        raw = self._body()
-        if raw is not None:
-            self._answer("POST", raw)
+        self._answer("POST")
 
     def do_PUT(self) -> None:
-        self._answer("PUT", b"")
+        self._answer("PUT")
 
     def do_DELETE(self) -> None:
-        self._answer("DELETE", b"")
+        self._answer("DELETE")
 
-    def _body(self) -> bytes | None:
-        """The request body, or ``None`` after an error answer (the connection closes:
-        a body left unread would be taken for the next request)."""
-        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
-            self.send_error(411, "send the body with a Content-Length (no chunked encoding)")
+    def _admit(self, method: str) -> bytes | None:
+        """The request's body when the request may be answered; else ``None`` after a
+        refusal (``_serve_guard``: framing, Host, Origin, token, content type)."""
+        length = body_length(method, self.headers)
+        refused = (
+            length
+            if isinstance(length, Refusal)
+            else check_caller(
+                method, self.headers, token=self.server.token, hosts=self.server.hosts
+            )
+        )
+        if refused is not None:
+            self._refuse(refused)
             return None
+        assert isinstance(length, int)
+        if not length:
+            return b""
+        self._reader.deadline = time.monotonic() + BODY_TIMEOUT
         try:
-            length = int(self.headers.get("Content-Length") or 0)
-        except ValueError:
-            length = -1
-        if length < 0:
-            self.send_error(400, "Content-Length is not a number of bytes")
+            raw = self.rfile.read(length)
+        except _Late:
+            self._reader.late = False
+            self._refuse(Refusal(408, f"the request body did not arrive within {BODY_TIMEOUT:g} s"))
             return None
-        if length > MAX_BODY_BYTES:
-            self.send_error(413, f"the request body is larger than {MAX_BODY_BYTES} bytes")
+        finally:
+            self._reader.deadline = None
+        if len(raw) < length:  # the client closed before the whole body came
+            self.close_connection = True
             return None
-        return self.rfile.read(length)
+        return raw
 
-    def _answer(self, method: str, raw: bytes) -> None:
+    def _answer(self, method: str) -> None:
         self.server.mark(self.connection, True)
+        raw = self._admit(method)
+        if raw is None:
+            return
         app = self.server.app
         if app is None:
             answer = _Answer(503, error_object("the server is starting", "server_error"))
@@ -188,7 +330,10 @@ class LLMServer:
     (``ModelOptions.client``; ``client`` given instead for a test's own).
 
     ``start()`` serves on a thread, ``serve_forever()`` on the calling one; ``stop()``
-    ends it and returns the :class:`ServeSummary`. Raises ``ConfigError`` for a host
+    ends it and returns the :class:`ServeSummary`. Every request must carry ``token``
+    (random, made here) as ``Authorization: Bearer TOKEN``, the API key of an OpenAI
+    client; nothing of it enters a cache key (those are made of the request's body).
+    Raises ``ConfigError`` for a host
     that is not a loopback address (unless ``allow_remote``), a port it cannot listen
     on, or a model setting that cannot be set up."""
 
@@ -220,6 +365,11 @@ class LLMServer:
         self.client = client
         self._app = _App(client, prices or PriceTable(), options.temperature, log)
         self._http.app = self._app
+        #: What a client sends as its API key; tell it to the programs that call.
+        self.token = new_token()
+        bound = self._http.server_address
+        self._http.token = self.token
+        self._http.hosts = allowed_hosts((host, str(bound[0])), int(bound[1]), allow_remote)
         self._thread: threading.Thread | None = None
         self._serving = False
         self._stopped: ServeSummary | None = None
@@ -296,9 +446,10 @@ def serve_in_thread(
     port: int = 0,
     prices: PriceTable | None = None,
     log: Callable[[str], None] | None = None,
-) -> tuple[str, Callable[[], ServeSummary]]:
-    """Serve ``options``' model on a thread: ``(base URL, stop)``. Give the URL to an
-    OpenAI client as its ``base_url`` and the model's id (``GET /v1/models``) as its
-    model; ``stop()`` ends the server and returns its :class:`ServeSummary`."""
+) -> tuple[str, str, Callable[[], ServeSummary]]:
+    """Serve ``options``' model on a thread: ``(base URL, token, stop)``. Give the URL to
+    an OpenAI client as its ``base_url``, the token as its ``api_key`` and the model's id
+    (``GET /v1/models``) as its model; ``stop()`` ends the server and returns its
+    :class:`ServeSummary`."""
     server = LLMServer(options, host=host, port=port, prices=prices, log=log).start()
-    return server.url, server.stop
+    return server.url, server.token, server.stop

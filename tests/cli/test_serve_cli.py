@@ -54,10 +54,14 @@ def test_serve_prints_its_url_and_a_summary_when_stopped(upstream, tmp_path, sto
     )
     try:
         line = proc.stdout.readline()
-        url = line.split()[0]
+        url, word, token = line.split()[:3]
         assert url.startswith("http://127.0.0.1:") and url.endswith("/v1"), line
+        assert word == "token" and len(token) >= 43, line
         assert "openai:gpt-up" in line and "stand-in" in line
-        client = openai.OpenAI(base_url=url, api_key="x", max_retries=0)
+        # Without the token: refused (H: issue 43 item 3); with it as the key: served.
+        with pytest.raises(openai.AuthenticationError):
+            openai.OpenAI(base_url=url, api_key="x", max_retries=0).models.list()
+        client = openai.OpenAI(base_url=url, api_key=token, max_retries=0)
         for _ in range(2):
             resp = client.chat.completions.create(model="gpt-up", messages=USER)
             assert resp.choices[0].message.content == "hello"
@@ -67,10 +71,11 @@ def test_serve_prints_its_url_and_a_summary_when_stopped(upstream, tmp_path, sto
         proc.kill()
     assert proc.returncode == 0, err
     assert err == ""
+    assert token not in out  # on the first line only, not in the summary
     assert out.splitlines()[-1] == (
         "hy-eval serve: 2 chat calls (1 from the cache, 1 upstream request, 0 retries, "
         "0 failed), 0 embedding requests (0 inputs); tokens 20 in / 10 out (new: 10 in / "
-        "5 out); cost unknown (no price for gpt-up); error answers: none"
+        "5 out); cost unknown (no price for gpt-up); error answers: 1 x 401"
     )
     assert upstream.count == 1
 
@@ -85,7 +90,7 @@ def served(monkeypatch):
     def serve_forever(self):
         self.start()
         made.append(self)
-        client = openai.OpenAI(base_url=self.url, api_key="x", max_retries=0)
+        client = openai.OpenAI(base_url=self.url, api_key=self.token, max_retries=0)
         self.outcomes = []
         for call in served.calls:
             try:

@@ -87,7 +87,7 @@ def serve(tmp_path):
         }
         server = LLMServer(ModelOptions(**settings), prices=prices).start()
         servers.append(server)
-        client = openai.OpenAI(base_url=server.url, api_key="anything", max_retries=0)
+        client = openai.OpenAI(base_url=server.url, api_key=server.token, max_retries=0)
         return client, server
 
     yield start
@@ -295,11 +295,12 @@ def test_upstream_failures_map_to_fitting_statuses(upstream, serve, status, kind
 # ---- malformed requests ---------------------------------------------------------------
 
 
-def raw_post(url, path, body, headers=None):
-    parts = urlsplit(url)
+def raw_post(server, path, body, headers=None):
+    parts = urlsplit(server.url)
     conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
     data = body if isinstance(body, bytes) else json.dumps(body).encode()
-    conn.request("POST", path, data, {"Content-Type": "application/json", **(headers or {})})
+    auth = {"Authorization": f"Bearer {server.token}", "Content-Type": "application/json"}
+    conn.request("POST", path, data, {**auth, **(headers or {})})
     resp = conn.getresponse()
     out = resp.status, json.loads(resp.read())
     conn.close()
@@ -349,16 +350,13 @@ def raw_post(url, path, body, headers=None):
 )
 def test_a_malformed_request_gets_an_openai_style_error(upstream, serve, body, status, words):
     _client, server = serve(upstream)
-    got, payload = raw_post(server.url, "/v1/chat/completions", body)
+    got, payload = raw_post(server, "/v1/chat/completions", body)
     assert got == status
     assert set(payload["error"]) == {"message", "type", "param", "code"}
     assert words in payload["error"]["message"]
     assert upstream.count == 0
     # And the server goes on.
-    assert (
-        raw_post(server.url, "/v1/chat/completions", {"model": "gpt-up", "messages": USER})[0]
-        == 200
-    )
+    assert raw_post(server, "/v1/chat/completions", {"model": "gpt-up", "messages": USER})[0] == 200
 
 
 def test_streaming_through_the_sdk_is_a_clear_400(upstream, serve):
@@ -369,28 +367,28 @@ def test_streaming_through_the_sdk_is_a_clear_400(upstream, serve):
 
 def test_unknown_paths_methods_and_oversized_bodies(upstream, serve):
     _client, server = serve(upstream)
-    assert raw_post(server.url, "/v1/completions", {})[0] == 404
+    assert raw_post(server, "/v1/completions", {})[0] == 404
     parts = urlsplit(server.url)
+    auth = {"Authorization": f"Bearer {server.token}"}
     conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
-    conn.request("GET", "/v1/chat/completions")
+    conn.request("GET", "/v1/chat/completions", headers=auth)
     assert conn.getresponse().status == 405
     conn.close()
     # A method http.server does not know: its refusal is JSON too.
     conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
-    conn.request("PATCH", "/v1/models")
+    conn.request("PATCH", "/v1/models", headers=auth)
     resp = conn.getresponse()
     assert resp.status == 501 and "message" in json.loads(resp.read())["error"]
     conn.close()
     # A body announced far too large is refused before it is read.
     with socket.create_connection((parts.hostname, parts.port), timeout=10) as sock:
         sock.sendall(
-            b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 999999999\r\n\r\n"
+            b"POST /v1/chat/completions HTTP/1.1\r\nHost: %s:%d\r\nAuthorization: Bearer %s\r\n"
+            b"Content-Type: application/json\r\nContent-Length: 999999999\r\n\r\n"
+            % (parts.hostname.encode(), parts.port, server.token.encode())
         )
         assert sock.recv(4096).startswith(b"HTTP/1.1 413")
-    assert (
-        raw_post(server.url, "/v1/chat/completions", {"model": "gpt-up", "messages": USER})[0]
-        == 200
-    )
+    assert raw_post(server, "/v1/chat/completions", {"model": "gpt-up", "messages": USER})[0] == 200
 
 
 def test_fields_the_provider_cannot_take_are_named_not_sent(upstream, serve):
@@ -440,7 +438,7 @@ def test_a_burst_of_connections_does_not_stall(upstream, serve):
         barrier.wait()
         started = time.perf_counter()
         conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
-        conn.request("GET", "/v1/models")
+        conn.request("GET", "/v1/models", headers={"Authorization": f"Bearer {server.token}"})
         status = conn.getresponse().status
         conn.close()
         return status, time.perf_counter() - started
@@ -483,7 +481,7 @@ def test_stopping_answers_a_call_in_progress_and_returns(upstream, serve):
     assert outcome["status"] == 503
 
 
-def test_serve_in_thread_gives_the_url_and_a_stop(upstream, tmp_path):
+def test_serve_in_thread_gives_the_url_the_token_and_a_stop(upstream, tmp_path):
     options = ModelOptions(
         provider="openai",
         model="gpt-up",
@@ -491,9 +489,9 @@ def test_serve_in_thread_gives_the_url_and_a_stop(upstream, tmp_path):
         structured="json_schema",
         cache_path=str(tmp_path / "c.sqlite"),
     )
-    url, stop = serve_in_thread(options)
+    url, token, stop = serve_in_thread(options)
     assert url.startswith("http://127.0.0.1:") and url.endswith("/v1")
-    client = openai.OpenAI(base_url=url, api_key="x", max_retries=0)
+    client = openai.OpenAI(base_url=url, api_key=token, max_retries=0)
     assert chat(client).choices[0].message.content == "echo: I like tea."
     summary = stop()
     assert summary.chat_calls == 1
@@ -520,7 +518,7 @@ def test_loopback_hosts_are_served(upstream, tmp_path, host):
         cache_path=None,
     )
     with LLMServer(options, host=host) as server:
-        client = openai.OpenAI(base_url=server.url, api_key="x", max_retries=0)
+        client = openai.OpenAI(base_url=server.url, api_key=server.token, max_retries=0)
         assert chat(client).choices[0].message.content == "echo: I like tea."
 
 

@@ -23,8 +23,8 @@ def client():
         cache_mode="off",
         cache_path=None,
     )
-    url, stop = serve_in_thread(options)
-    yield openai.OpenAI(base_url=url, api_key="x", max_retries=0)
+    url, token, stop = serve_in_thread(options)
+    yield openai.OpenAI(base_url=url, api_key=token, max_retries=0)
     stop()
 
 

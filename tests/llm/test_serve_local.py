@@ -18,11 +18,11 @@ SCHEMA = {
 
 
 def test_the_local_model_answers_a_json_schema_request_then_the_cache_does(tmp_path):
-    url, stop = serve_in_thread(
+    url, token, stop = serve_in_thread(
         ModelOptions(provider="local", cache_path=str(tmp_path / "cache.sqlite"))
     )
     try:
-        client = openai.OpenAI(base_url=url, api_key="x", max_retries=0)
+        client = openai.OpenAI(base_url=url, api_key=token, max_retries=0)
         [model] = [m.id for m in client.models.list().data if "stand-in" not in m.id]
         assert model == "SmolLM2-135M-Instruct"
         fmt = {"type": "json_schema", "json_schema": {"name": "facts", "schema": SCHEMA}}

@@ -28,6 +28,14 @@ from hy_eval.llm import CacheMiss
 LINE_LIMIT = 64 * 1024 * 1024
 #: The time every case is written at (a clock in a prompt makes every call a miss).
 MEMORY_AT = "2026-01-15T10:00:00"
+#: Variables of ours a worker gets as they are (docs/systems.md, "Environment the harness
+#: gives the worker"): where programs are, the locale, time zone and temporary folder.
+#: Nothing else: a worker is a program under test, and our environment holds the
+#: provider's keys (a planted worker wrote OPENAI_API_KEY base64-encoded into a memory,
+#: past the redaction of the literal key), proxies' credentials and cloud settings.
+PASSED_VARIABLES = ("PATH", "LANG", "LANGUAGE", "TZ", "TMPDIR", "TEMP", "TMP", "SYSTEMROOT")
+#: Prefixes of variables passed as they are (the locale's categories).
+PASSED_PREFIXES = ("LC_",)
 _serial = itertools.count(1)
 
 
@@ -46,17 +54,32 @@ class WorkerSettings:
         workdir: Path | None = None,
         start_timeout: float = 600.0,
         case_timeout: float = 1800.0,
+        token: str = "",
     ) -> None:
         self.name, self.python, self.base_url, self.model = name, python, base_url, model
+        #: The model server's token: the worker's API key for it (never a real key).
+        self.token = token
         self.embed_model, self.embed_dims = embed_model, embed_dims
         self.workdir = workdir
         self.start_timeout, self.case_timeout = start_timeout, case_timeout
 
     def env(self, workdir: Path) -> dict[str, str]:
-        """The worker's environment: ours, minus anything that points a Python elsewhere,
-        plus the protocol's variables."""
-        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+        """The worker's environment: the allow-listed variables of ours, HOME in its own
+        folder, the protocol's variables, and the OpenAI and Anthropic SDKs' variables
+        pointing at the model server with its token as their key."""
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if k.upper() in PASSED_VARIABLES or k.upper().startswith(PASSED_PREFIXES)
+        }
+        server = self.base_url.removesuffix("/v1")  # the Anthropic SDK adds /v1 itself
         return env | {
+            "HOME": str(workdir),
+            "OPENAI_API_KEY": self.token,
+            "OPENAI_BASE_URL": self.base_url,
+            "ANTHROPIC_API_KEY": self.token,
+            "ANTHROPIC_BASE_URL": server,
+            "HY_EVAL_API_KEY": self.token,
             "HY_EVAL_BASE_URL": self.base_url,
             "HY_EVAL_MODEL": self.model,
             "HY_EVAL_EMBED_MODEL": self.embed_model,

@@ -38,6 +38,7 @@ class ExternalRun:
             embed_model=EMBEDDING_MODEL,
             workdir=workdir,
             case_timeout=case_timeout,
+            token=self.server.token,
         )
 
     def system(self) -> ExternalSystem:

@@ -33,7 +33,10 @@ def ask_model(messages):
     req = urllib.request.Request(
         os.environ["HY_EVAL_BASE_URL"] + "/chat/completions",
         data=body,
-        headers={"Content-Type": "application/json"},
+        headers={
+            "Content-Type": "application/json",
+            "Authorization": "Bearer " + os.environ["HY_EVAL_API_KEY"],
+        },
     )
     with urllib.request.urlopen(req, timeout=60) as answer:
         return json.loads(json.load(answer)["choices"][0]["message"]["content"])

@@ -15,6 +15,7 @@ from hy_eval._exitcodes import ExitCode
 from hy_eval.harness import RunConfig, Runner, load_suite
 from hy_eval.harness.run import RunError
 from hy_eval.harness.systems import CaseFailed, SystemInstallError, ensure_venv
+from hy_eval.harness.systems._external import PASSED_VARIABLES
 from hy_eval.llm.loopback import LoopbackServer, Reply, openai_completion
 
 FAKE = Path(__file__).with_name("fake_worker.py")
@@ -76,6 +77,9 @@ def fake_system(monkeypatch):
         "hy_eval.harness.systems._launch.ensure_venv", lambda name: Path(sys.executable)
     )
     monkeypatch.setattr("hy_eval.harness.systems._external.worker_script", lambda name: FAKE)
+    # The fake's own switch, passed like the allow-listed variables.
+    passed = ("FAKE_MEASURES", *PASSED_VARIABLES)
+    monkeypatch.setattr("hy_eval.harness.systems._external.PASSED_VARIABLES", passed)
     monkeypatch.setenv("FAKE_MEASURES", "owner")
 
 

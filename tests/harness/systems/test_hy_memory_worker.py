@@ -194,6 +194,7 @@ def worker(python, model, tmp_path):
         "HOME": str(tmp_path / "home"),
         "LANG": "C.UTF-8",
         "HY_EVAL_BASE_URL": model.server.openai_url,
+        "HY_EVAL_API_KEY": "loopback-token",
         "HY_EVAL_MODEL": "loopback-chat",
         "HY_EVAL_EMBED_MODEL": "loopback-embed",
         "HY_EVAL_EMBED_DIMS": str(DIMS),

@@ -93,6 +93,7 @@ class Worker:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "OPENROUTER_"))}
         env.update(
             HY_EVAL_BASE_URL=url,
+            HY_EVAL_API_KEY="loopback-token",
             HY_EVAL_MODEL="loopback-model",
             HY_EVAL_EMBED_MODEL="loopback-embed",
             HY_EVAL_EMBED_DIMS=str(DIMS),

@@ -100,6 +100,7 @@ class Settings:
 
     def __init__(self, env: dict[str, str]) -> None:
         self.base_url = env["HY_EVAL_BASE_URL"]
+        self.api_key = env["HY_EVAL_API_KEY"]  # the harness's server's token
         self.model = env["HY_EVAL_MODEL"]
         self.embed_model = env["HY_EVAL_EMBED_MODEL"]
         self.embed_dims = int(env["HY_EVAL_EMBED_DIMS"])
@@ -114,7 +115,7 @@ class Settings:
             "llm": {
                 "provider": "openai",
                 "model": self.model,
-                "api_key": "hy-eval",
+                "api_key": self.api_key,
                 "base_url": self.base_url,
                 "max_retries": 1,  # hy counts attempts here: 1 = no retry
                 "timeout": 3600,
@@ -122,7 +123,7 @@ class Settings:
             "embedder": {
                 "provider": "openai",
                 "model": self.embed_model,
-                "api_key": "hy-eval",
+                "api_key": self.api_key,
                 "base_url": self.base_url,
                 "embedding_dims": self.embed_dims,
                 "max_retries": 0,  # hy counts retries here: 0 = one attempt

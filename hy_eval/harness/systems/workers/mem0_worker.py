@@ -67,6 +67,7 @@ def settings() -> dict[str, Any]:
     env = os.environ
     return {
         "base_url": env["HY_EVAL_BASE_URL"],
+        "api_key": env["HY_EVAL_API_KEY"],  # the harness's server's token
         "model": env["HY_EVAL_MODEL"],
         "embed_model": env["HY_EVAL_EMBED_MODEL"],
         "embed_dims": int(env["HY_EVAL_EMBED_DIMS"]),
@@ -119,7 +120,7 @@ def make_memory(conf: dict[str, Any], raw_answers: list[str]) -> Any:
                 "provider": "openai",
                 "config": {
                     "model": conf["model"],
-                    "api_key": "hy-eval",
+                    "api_key": conf["api_key"],
                     "openai_base_url": conf["base_url"],
                     "response_callback": keep_answer,
                 },
@@ -128,7 +129,7 @@ def make_memory(conf: dict[str, Any], raw_answers: list[str]) -> Any:
                 "provider": "openai",
                 "config": {
                     "model": conf["embed_model"],
-                    "api_key": "hy-eval",
+                    "api_key": conf["api_key"],
                     "openai_base_url": conf["base_url"],
                     "embedding_dims": dims,
                 },
