@@ -36,6 +36,7 @@ def run_config(args: argparse.Namespace) -> RunConfig:
         guard=not args.no_guard,
         reuse=not args.no_reuse,
         max_error_rate=args.max_error_rate,
+        case_timeout=args.case_timeout,
         repeats=args.repeats,
         pass_k=args.pass_k,
         prices=args.prices,
@@ -260,6 +261,14 @@ def _add_selection_flags(p: argparse.ArgumentParser) -> None:
         help="memory system under test: hy_eval (this package's pipeline, default), "
         "hy_memory (Hy Memory's SDK) or mem0; the last two run in virtualenvs of their own, "
         "made on first use (docs/systems.md)",
+    )
+    p.add_argument(
+        "--case-timeout",
+        type=float,
+        metavar="SECONDS",
+        help="with --system hy_memory or mem0: seconds the system's worker may take for one "
+        "case before the case fails and a new worker takes the next (default: 10 x --timeout, "
+        "at least 600)",
     )
     p.add_argument("--variant", default="default", help="prompt variant (default: default)")
     p.add_argument(

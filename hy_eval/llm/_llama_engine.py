@@ -35,8 +35,15 @@ from __future__ import annotations
 
 import ctypes
 import json
+import os
+import re
+import sys
+import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
+
+_T = TypeVar("_T")
 
 #: A prefix is copied only when at least this many leading tokens are shared: below it,
 #: evaluating the tokens costs less than copying a stream.
@@ -49,6 +56,63 @@ BATCHABLE_KEYS = frozenset({"id", "messages", "temperature", "max_tokens", "seed
 def batchable(request: dict[str, Any]) -> bool:
     """Whether the engine serves ``request``: greedy, and nothing it does not know."""
     return request.get("temperature") == 0 and set(request) <= BATCHABLE_KEYS
+
+
+class SchemaError(ValueError):
+    """A JSON schema that cannot be made into a grammar llama.cpp compiles (a request's
+    own error, in one line: the model process goes on)."""
+
+
+def schema_grammar(llama_cpp: Any, vocab: Any, schema_text: str) -> Any:
+    """The ``LlamaGrammar`` of ``schema_text`` (JSON), as llama-cpp-python builds it for
+    ``response_format`` ``{"type": "json_object", "schema"}``, after compiling it once.
+
+    Raises :class:`SchemaError` when the library's converter refuses the schema (the
+    library's chat path would quietly fall back to any JSON) or when llama.cpp's grammar
+    parser refuses the grammar (over its repetition limit, say ``maxItems: 5000``): the
+    library would then sample with no grammar, or crash when sampling with a temperature.
+    llama.cpp prints the whole grammar (100 KB and more) on stderr when it refuses one;
+    that is kept off stderr and only its first line is the error's reason."""
+    from llama_cpp import llama_grammar
+
+    try:
+        grammar = llama_grammar.LlamaGrammar.from_json_schema(schema_text, verbose=False)
+    except Exception as exc:  # the converter's own words: AssertionError, KeyError, ...
+        raise SchemaError(f"the JSON schema cannot be made into a grammar: {_line(exc)}") from None
+    sampler, said = _quiet_stderr(
+        lambda: llama_cpp.llama_sampler_init_grammar(
+            vocab, grammar._grammar.encode("utf-8"), grammar._root.encode("utf-8")
+        )
+    )
+    if not sampler:
+        found = re.search(r"error parsing grammar: ([^\n]*)", said)
+        reason = found.group(1) if found else "no reason given"
+        raise SchemaError(f"the JSON schema's grammar is refused by llama.cpp: {_line(reason)}")
+    llama_cpp.llama_sampler_free(sampler)
+    return grammar
+
+
+def _line(text: object, limit: int = 240) -> str:
+    """``text`` on one line of at most ``limit`` characters."""
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
+def _quiet_stderr(call: Callable[[], _T]) -> tuple[_T, str]:
+    """``call()`` with file descriptor 2 pointed at a temporary file (native code writes
+    there, not through Python), and the first 4 KB it wrote there."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as caught:
+        os.dup2(caught.fileno(), 2)
+        try:
+            result = call()
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        caught.seek(0)
+        said = caught.read(4096).decode("utf-8", "replace")
+    return result, said
 
 
 class GreedySampler:
@@ -174,13 +238,12 @@ class BatchEngine:
         return list(self.holder.tokenize(text.encode("utf-8"), add_bos=False, special=True))
 
     def _grammar(self, schema: Any) -> Any:
-        from llama_cpp import llama_grammar
-
         # Keyed by the text as sent: the properties' order is the grammar's order.
         key = json.dumps(schema)
         if key not in self._grammars:
-            # As the library builds it for response_format {"type": "json_object", schema}.
-            self._grammars[key] = llama_grammar.LlamaGrammar.from_json_schema(key, verbose=False)
+            # As the library builds it for response_format {"type": "json_object", schema},
+            # checked to compile (SchemaError, the request's error, if it does not).
+            self._grammars[key] = schema_grammar(self.lc, self.vocab, key)
         return self._grammars[key]
 
     # -- admission ------------------------------------------------------------------------
@@ -350,6 +413,8 @@ class GreedyGrammar:
         self._sampler = llama_cpp.llama_sampler_init_grammar(
             vocab, grammar._grammar.encode("utf-8"), grammar._root.encode("utf-8")
         )
+        if not self._sampler:  # schema_grammar checks first; sampling without one is wrong
+            raise SchemaError("the JSON schema's grammar is refused by llama.cpp")
         self._one = (llama_cpp.llama_token_data * 1)()
         self._all = (llama_cpp.llama_token_data * n)()
         self._all_view = np.ctypeslib.as_array(self._all)

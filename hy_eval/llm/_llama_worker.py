@@ -42,9 +42,14 @@ from collections.abc import Callable, Iterator
 from typing import IO, Any
 
 if __package__:
-    from hy_eval.llm._llama_engine import BatchEngine, GreedyGrammar, batchable
+    from hy_eval.llm._llama_engine import BatchEngine, GreedyGrammar, batchable, schema_grammar
 else:  # run as a script: the engine is the file beside this one
-    from _llama_engine import BatchEngine, GreedyGrammar, batchable  # type: ignore[no-redef]
+    from _llama_engine import (  # type: ignore[no-redef]
+        BatchEngine,
+        GreedyGrammar,
+        batchable,
+        schema_grammar,
+    )
 
 #: At most this many llama.cpp contexts per process, one per system prompt (LRU).
 MAX_CONTEXTS = 4
@@ -108,9 +113,13 @@ def answer(pool: ContextPool, request: dict[str, Any]) -> dict[str, Any]:
     }
     if request.get("seed") is not None:
         kwargs["seed"] = request["seed"]
+    llm = pool.get(system)
     if request.get("schema") is not None:
+        # Checked to compile first (SchemaError, this request's error): the library would
+        # fall back to any JSON, answer with no grammar, or crash sampling without one.
+        schema_grammar(_llama_cpp(), llm._model.vocab, json.dumps(request["schema"]))
         kwargs["response_format"] = {"type": "json_object", "schema": request["schema"]}
-    resp = pool.get(system).create_chat_completion(**kwargs)
+    resp = llm.create_chat_completion(**kwargs)
     choice = resp["choices"][0]
     usage = resp.get("usage") or {}
     return {
@@ -120,6 +129,12 @@ def answer(pool: ContextPool, request: dict[str, Any]) -> dict[str, Any]:
         "prompt_tokens": usage.get("prompt_tokens", 0),
         "completion_tokens": usage.get("completion_tokens", 0),
     }
+
+
+def _llama_cpp() -> Any:
+    import llama_cpp  # imported by main() already: this only looks it up
+
+    return llama_cpp
 
 
 def _reply(out: IO[str], reply: dict[str, Any]) -> bool:

@@ -9,7 +9,9 @@ to call (named by ``tool_choice``, or the only tool with ``tool_choice`` ``auto`
 ``required``) becomes the schema of its parameters, and the answer goes back as that
 tool's call. A field that would change the answer and that we cannot honour is refused
 (400), never dropped in silence, except the sampling fields of :data:`FORWARDED`, which
-go to an ``openai`` provider as they are and are named in a response header for the others.
+go to an ``openai`` provider and are named in a response header for the others. Every value
+is checked against its range first (a 400 naming the field) and normalised (numbers as
+floats, ``-0.0`` as ``0.0``), so that two requests that mean the same share a cache key.
 """
 
 from __future__ import annotations
@@ -27,6 +29,13 @@ from hy_eval.llm._embed import DEFAULT_DIMENSIONS, EMBEDDING_MODEL, MAX_DIMENSIO
 
 #: ``max_tokens`` of a request that names none (``Request``'s own default).
 DEFAULT_MAX_TOKENS = 1024
+#: The most ``max_tokens`` a request may ask for: far above any model's context, far
+#: below a number no provider takes (10^30 was forwarded as it was).
+MAX_TOKENS_LIMIT = 1_000_000
+#: A ``seed`` is a signed 64-bit integer (OpenAI's type; a larger one is no seed).
+SEED_RANGE = (-(2**63), 2**63 - 1)
+#: The most ``stop`` sequences (OpenAI's limit).
+MAX_STOP = 4
 #: Fields that change nothing in the answer: accepted and dropped.
 IGNORED: frozenset[str] = frozenset(
     {
@@ -167,12 +176,13 @@ def read_chat(body: Mapping[str, Any], *, provider: str, default_temperature: fl
             unknown[0],
             "unsupported_parameter",
         )
-    if body.get("n", 1) != 1:
+    n = body.get("n")
+    if n is not None and (not is_integer(n) or n != 1):
         raise _bad("only n = 1 is supported", "n", "unsupported_parameter")
     if body.get("logprobs"):
         raise _bad("logprobs are not supported", "logprobs", "unsupported_parameter")
     schema, name, tool = _structured(body)
-    forwarded = {k: body[k] for k in sorted(FORWARDED & set(body))}
+    forwarded = {k: _forwarded(k, body[k]) for k in sorted(FORWARDED & set(body))}
     extra = forwarded if provider == "openai" and forwarded else None
     request = Request.of(
         _messages(body.get("messages")),
@@ -243,7 +253,7 @@ def _temperature(body: Mapping[str, Any], default: float) -> float:
         return default
     if not _number(value) or not 0 <= value <= 2:
         raise _bad("temperature must be a number from 0 to 2", "temperature")
-    return float(value)
+    return float(value) + 0.0  # -0.0 + 0.0 is 0.0: one cache key for one temperature
 
 
 def _max_tokens(body: Mapping[str, Any]) -> int:
@@ -251,8 +261,8 @@ def _max_tokens(body: Mapping[str, Any]) -> int:
         value = body.get(name)
         if value is None:
             continue
-        if not is_integer(value) or value < 1:
-            raise _bad(f"{name} must be a whole number of at least 1", name)
+        if not is_integer(value) or not 1 <= value <= MAX_TOKENS_LIMIT:
+            raise _bad(f"{name} must be a whole number from 1 to {MAX_TOKENS_LIMIT:,}", name)
         return int(value)
     return DEFAULT_MAX_TOKENS
 
@@ -261,9 +271,54 @@ def _seed(body: Mapping[str, Any]) -> int:
     value = body.get("seed")
     if value is None:
         return 0  # Request's default: one fixed seed, so a repeated request is a cache hit
-    if not is_integer(value):
-        raise _bad("seed must be a whole number", "seed")
+    if not is_integer(value) or not SEED_RANGE[0] <= value <= SEED_RANGE[1]:
+        raise _bad("seed must be a whole number that fits in 64 bits (signed)", "seed")
     return int(value)
+
+
+def _forwarded(name: str, value: Any) -> Any:
+    """A sampling field of :data:`FORWARDED`, checked and normalised: numbers as floats
+    (``1`` and ``1.0`` are one cache key), a 400 naming the field for anything a provider
+    would refuse or misread. ``null`` stays ``null`` (the provider's default)."""
+    if value is None:
+        return None
+    if name == "top_p":
+        return _bounded(name, value, 0.0, 1.0)
+    if name in ("presence_penalty", "frequency_penalty"):
+        return _bounded(name, value, -2.0, 2.0)
+    if name == "stop":
+        return _stop(value)
+    return _logit_bias(value)
+
+
+def _bounded(name: str, value: Any, low: float, high: float) -> float:
+    if not _number(value) or not low <= value <= high:
+        raise _bad(f"{name} must be a number from {low:g} to {high:g}", name)
+    return float(value) + 0.0
+
+
+def _stop(value: Any) -> str | list[str]:
+    if isinstance(value, str):
+        return value
+    if (
+        not isinstance(value, list)
+        or len(value) > MAX_STOP
+        or not all(isinstance(s, str) for s in value)
+    ):
+        raise _bad(f"stop must be a string or a list of at most {MAX_STOP} strings", "stop")
+    return list(value)
+
+
+def _logit_bias(value: Any) -> dict[str, float]:
+    """Token ids (as decimal strings) to biases from -100 to 100, as OpenAI takes them."""
+    if not isinstance(value, dict):
+        raise _bad("logit_bias must be an object of token ids to numbers", "logit_bias")
+    out: dict[str, float] = {}
+    for token, bias in value.items():
+        if not (isinstance(token, str) and token.isascii() and token.isdigit()):
+            raise _bad("logit_bias keys must be token ids (whole numbers)", "logit_bias")
+        out[token] = _bounded("logit_bias", bias, -100.0, 100.0)
+    return out
 
 
 def _structured(body: Mapping[str, Any]) -> tuple[dict[str, Any] | None, str | None, str | None]:

@@ -29,6 +29,7 @@ KEPT_ON_RESUME = (
     "threads",
     "reuse",
     "timeout",
+    "case_timeout",
     "retries",
     "retry_base_delay",
     "max_error_rate",
@@ -105,6 +106,9 @@ class RunConfig(BaseModel):
     """Reuse finished case records from the cache (read-write mode only; ``_reuse.py``)."""
     timeout: float = 120.0
     """Seconds per call (the local model is not timed out)."""
+    case_timeout: float | None = None
+    """Seconds an external system's worker may take for one case before the case fails
+    and a new worker takes the next (``None``: :meth:`worker_case_timeout`'s default)."""
     threads: int | None = None
     """The local model's threads (``ModelOptions.threads``; not in any cache key)."""
     context: int | None = None
@@ -151,6 +155,13 @@ class RunConfig(BaseModel):
     def of(cls, options: ModelOptions, **settings: Any) -> RunConfig:
         """A config asking the model that ``options`` describe; ``settings`` the rest."""
         return cls(**{f.name: getattr(options, f.name) for f in fields(ModelOptions)}, **settings)
+
+    def worker_case_timeout(self) -> float:
+        """``case_timeout``, or by default ``max(600, 10 x timeout)``: a case is several
+        calls, and the local model is not timed out per call."""
+        if self.case_timeout is not None:
+            return self.case_timeout
+        return max(600.0, 10 * self.timeout)
 
     def model_options(self) -> ModelOptions:
         """The model this run asks (after a resume has taken the saved settings)."""
@@ -211,6 +222,10 @@ class RunConfig(BaseModel):
             return f"--pass-k must be {rule} (got {self.pass_k!r})"
         if self.batch and self.cache_mode != "read-write":
             return "--batch needs --cache-mode read-write (its answers go to the cache)"
+        if self.case_timeout is not None and not (
+            is_number(self.case_timeout) and 0 < self.case_timeout < float("inf")
+        ):
+            return f"--case-timeout must be a number of seconds above 0 (got {self.case_timeout!r})"
         if not self.batch_poll_interval > 0:
             return f"--batch-poll-interval must be above 0 (got {self.batch_poll_interval!r})"
         if self.system not in SYSTEM_NAMES:

@@ -472,8 +472,7 @@ class Runner:
                 cfg.model_options(),
                 prices,
                 plan.run_dir / "system",
-                # A case is several calls; the local model is not timed out per call.
-                case_timeout=max(600.0, 10 * cfg.timeout),
+                case_timeout=cfg.worker_case_timeout(),
             )
         except (SystemInstallError, ConfigError) as exc:
             raise SystemUnavailable(str(exc)) from None

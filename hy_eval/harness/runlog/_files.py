@@ -85,6 +85,9 @@ class RunParams(BaseModel):
     guard: bool | None = Field(default=None, description="The cross-subject guard (R2) on.")
     reuse: bool | None = Field(default=None, description="Finished records reused.")
     timeout: Number | None = Field(default=None, description="Seconds per call.")
+    case_timeout: Number | None = Field(
+        default=None, description="Seconds an external system's worker may take per case."
+    )
     threads: int | None = Field(default=None, description="The local model's threads.")
     context: int | None = Field(default=None, description="The local model's context.")
     retries: int | None = Field(default=None, description="Retries per call.")

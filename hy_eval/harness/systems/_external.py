@@ -96,6 +96,8 @@ class _Worker:
 
     def __init__(self, proc: asyncio.subprocess.Process, ready: dict[str, Any], home: Path):
         self.proc, self.ready, self.home = proc, ready, home
+        #: It gave no answer in time: :meth:`stop` kills it without asking it to quit.
+        self.hung = False
 
     @classmethod
     async def start(cls, settings: WorkerSettings) -> _Worker:
@@ -128,6 +130,7 @@ class _Worker:
         try:
             line = await asyncio.wait_for(self.proc.stdout.readline(), timeout)
         except asyncio.TimeoutError:
+            self.hung = True
             raise CaseFailed(f"worker gave no answer to {what} within {timeout:g} s") from None
         except ValueError:  # a line over LINE_LIMIT
             raise CaseFailed(f"worker's answer to {what} is over {LINE_LIMIT} bytes") from None
@@ -152,8 +155,12 @@ class _Worker:
         return await self.read(timeout, "the case")
 
     async def stop(self, keep: bool = False) -> None:
-        """Ask the worker to quit; kill it if it does not within 10 s. Its folder is
-        removed unless ``keep`` (a worker that failed: its log says why)."""
+        """Ask the worker to quit; kill it if it does not within 10 s, or at once if it
+        hung (it reads no quit line: the 10 s would only add to its case's timeout). Its
+        folder is removed unless ``keep`` (a worker that failed: its log says why)."""
+        if self.proc.returncode is None and self.hung:
+            self.proc.kill()
+            await self.proc.wait()
         if self.proc.returncode is None:
             try:
                 assert self.proc.stdin is not None

@@ -1,10 +1,17 @@
 """A virtualenv of its own for each external memory system, made on first use from the
-pinned requirements file beside its worker (``workers/requirements/NAME.txt``).
+hash-pinned requirements file beside its worker (``workers/requirements/NAME.txt``,
+written by ``lock.sh`` there from ``NAME.in``).
 
-The folder is named by the system and a hash of its requirements and of this Python's
-version, so a changed pin makes a new environment and an old one is never half-updated.
-It is built in a ``.partial`` folder and renamed when pip succeeded: an interrupted
-install leaves nothing that looks ready.
+pip installs it with ``--require-hashes --only-binary :all:``: every distribution must be
+pinned with its sha256, and only wheels are taken, so neither a replaced file nor a
+``setup.py`` runs code as the user. The few sdists a system cannot do without are named in
+:data:`SOURCE_BUILDS`; they are built without build isolation, by the hash-pinned build
+tools of ``_build.txt`` installed first (an isolated build would fetch its tools unchecked).
+
+The folder is named by the system and a hash of its requirements (and build tools) and of
+this Python's version, so a changed pin makes a new environment and an old one is never
+half-updated. It is built in a ``.partial`` folder and renamed when pip succeeded: an
+interrupted install leaves nothing that looks ready.
 """
 
 from __future__ import annotations
@@ -21,6 +28,22 @@ WORKERS = Path(__file__).parent / "workers"
 
 #: Where the environments live unless ``HY_EVAL_SYSTEMS_DIR`` says otherwise.
 DEFAULT_DIR = Path(".hy_eval") / "systems"
+
+#: The sdists each system is allowed to build from source, because PyPI serves no wheel of
+#: the pinned version (every other distribution must come as a wheel).
+SOURCE_BUILDS: dict[str, tuple[str, ...]] = {"hy_memory": ("jieba", "langdetect")}
+#: The hash-pinned build tools (setuptools, wheel) of the sdists of :data:`SOURCE_BUILDS`.
+BUILD_TOOLS = "_build"
+#: pip's flags for every install: hashes required, wheels only.
+PIP_INSTALL = (
+    "install",
+    "--disable-pip-version-check",
+    "--no-input",
+    "-q",
+    "--require-hashes",
+    "--only-binary",
+    ":all:",
+)
 
 
 class SystemInstallError(RuntimeError):
@@ -47,6 +70,8 @@ def systems_dir() -> Path:
 def env_folder(name: str) -> Path:
     """The environment folder of ``name`` for its current requirements and this Python."""
     digest = hashlib.sha256(requirements_file(name).read_bytes())
+    if SOURCE_BUILDS.get(name):
+        digest.update(requirements_file(BUILD_TOOLS).read_bytes())
     digest.update(f"{sys.version_info.major}.{sys.version_info.minor}".encode())
     return systems_dir() / f"{name}-{digest.hexdigest()[:12]}"
 
@@ -78,20 +103,7 @@ def _install(name: str, req: Path, folder: Path, timeout: float) -> None:
     partial = folder.with_name(folder.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
     log = folder.parent / f"{name}-install.log"
-    steps = [
-        [sys.executable, "-m", "venv", str(partial)],
-        [
-            str(venv_python(partial)),
-            "-m",
-            "pip",
-            "install",
-            "--disable-pip-version-check",
-            "--no-input",
-            "-q",
-            "-r",
-            str(req),
-        ],
-    ]
+    steps = [[sys.executable, "-m", "venv", str(partial)], *pip_steps(name, venv_python(partial))]
     with open(log, "w", encoding="utf-8") as out:
         for cmd in steps:
             out.write("$ " + " ".join(cmd) + "\n")
@@ -111,6 +123,26 @@ def _install(name: str, req: Path, folder: Path, timeout: float) -> None:
     shutil.rmtree(folder, ignore_errors=True)
     partial.rename(folder)  # the venv's python finds its prefix from pyvenv.cfg beside it
     (folder / ".ready").write_text(req.read_text(encoding="utf-8"), encoding="utf-8")
+
+
+def pip_steps(name: str, python: Path) -> list[list[str]]:
+    """The pip commands that fill ``name``'s environment whose interpreter is ``python``:
+    the build tools first when the system has sdists to build, then its requirements."""
+    pip = [str(python), "-m", "pip", *PIP_INSTALL]
+    sources = SOURCE_BUILDS.get(name, ())
+    if not sources:
+        return [[*pip, "-r", str(requirements_file(name))]]
+    return [
+        [*pip, "-r", str(requirements_file(BUILD_TOOLS))],
+        [
+            *pip,
+            "--no-binary",
+            ",".join(sources),
+            "--no-build-isolation",
+            "-r",
+            str(requirements_file(name)),
+        ],
+    ]
 
 
 def _last_line(log: Path) -> str:
