@@ -40,7 +40,8 @@ def run_config(args: argparse.Namespace) -> RunConfig:
         prices=args.prices,
         progress=not args.quiet,
         **matcher_settings(args),
-        batch=args.batch,
+        batch=args.batch or args.batch_dir is not None,
+        batch_dir=args.batch_dir,
         batch_poll_interval=args.batch_poll_interval,
         batch_cancel_on_interrupt=args.batch_cancel_on_interrupt,
     )
@@ -278,6 +279,14 @@ def _add_batch_flags(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="send the requests through the vendor's batch endpoints first (half price, "
         "answers within 24 h; openai and anthropic; docs/llm.md)",
+    )
+    p.add_argument(
+        "--batch-dir",
+        metavar="DIR",
+        help="implies --batch: the batch vendor is the folder DIR: each round's requests are "
+        "written to it as an OpenAI Batch file (exit 5), answered by any tool (vllm "
+        "run-batch, ...) into DIR/<id>.results.jsonl, and read back by the command it prints "
+        '(openai provider; docs/llm.md, "Offline batches")',
     )
     p.add_argument(
         "--batch-poll-interval",

@@ -7,7 +7,16 @@ and the request is kept (``CollectingClient``). Round 1 so finds every case's ex
 request; once those answers are in the cache, round 2 finds the reconcile requests of
 the cases that need one (a case whose extraction found no fact makes none). The rounds
 go on until no case needs a request no batch has held. The requests and their cache keys
-are therefore exactly those the normal run makes.
+are therefore exactly those the normal run makes. With ``--matcher judge`` and a judge on
+the run's own model, the judge's requests are collected the same way once a case's
+pipeline answers are in the cache (all its pairs in one round).
+
+``--batch-dir DIR`` makes the vendor a folder (``llm/_batch_folder.py``): a round writes
+its requests as an OpenAI Batch file and the process ends with exit code 5, saying how
+many requests wait, where, and the command that continues; that command reads the
+answers placed in the folder and writes the next round's requests. Once every case's
+requests are answered (or their attempts spent) the normal run scores the cases from the
+cache, asking nothing.
 """
 
 from __future__ import annotations
@@ -15,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import signal
 from collections.abc import Callable
+from pathlib import Path
 
 from hy_eval._exitcodes import ExitCode, InterruptedRun
 from hy_eval._redact import redact
@@ -22,9 +32,11 @@ from hy_eval._terminal import echo
 from hy_eval.harness.run._casestep import run_case
 from hy_eval.harness.run._config import RunConfig
 from hy_eval.harness.run._plan import RunError, RunPlan
+from hy_eval.harness.scoring import Judge
 from hy_eval.llm import Completion, ConfigError, LLMClient, PriceTable, ProviderError, Request
 from hy_eval.llm._base import short_text
-from hy_eval.llm._batch import STATE_NAME, BatchEngine, BatchState
+from hy_eval.llm._batch import STATE_NAME, BatchEngine, BatchesWaiting, BatchState, RoundReport
+from hy_eval.llm._batch_folder import FolderBatches
 from hy_eval.llm._batch_spool import SPOOL_NAME, RequestSpool
 from hy_eval.llm._cache import cache_key, canonical_json
 from hy_eval.memory import MemoryStore
@@ -52,7 +64,7 @@ class CollectingClient(LLMClient):
     async def _call_with_retries(self, request: Request) -> Completion:
         fields = self.key_fields(request)
         canonical = canonical_json(fields)
-        self.spool.add(cache_key(fields, canonical), canonical)
+        self.spool.add(cache_key(fields, canonical), canonical, fields)
         raise ProviderError("other", "answer left for a batch")
 
 
@@ -62,11 +74,13 @@ async def collect_requests(
     todo: dict[str, list[int]],
     llm: LLMClient,
     spool: RequestSpool,
+    judge: Judge | None = None,
 ) -> None:
     """Write to ``spool`` (emptied first) the requests the cases of ``todo`` would send
-    next."""
+    next; with ``judge`` (one asking ``llm``'s model) the judge's too."""
     spool.reset()
     client = CollectingClient(llm, spool)
+    collecting_judge = Judge(client, judge.prompts) if judge is not None else None
     store = MemoryStore()
     free = PriceTable({})
     for ref, text in plan.suite.iter_lines(set(todo)):
@@ -81,30 +95,59 @@ async def collect_requests(
                 repeat=repeat,
                 temperature=cfg.temperature,
                 store=store,
+                matcher="judge" if collecting_judge is not None else "strict",
+                judge=collecting_judge,
             )
 
 
 def fill_cache_by_batches(
-    cfg: RunConfig, plan: RunPlan, todo: dict[str, list[int]], resume: str, llm: LLMClient
+    cfg: RunConfig,
+    plan: RunPlan,
+    todo: dict[str, list[int]],
+    resume: str,
+    llm: LLMClient,
+    judge: Judge | None = None,
 ) -> dict[str, int]:
     """Run the batch rounds for ``todo``; return the folder's batch totals (for the
     summary's ``calls.batch``). On SIGINT leave the batches running (or cancel them with
-    ``--batch-cancel-on-interrupt``) and raise ``InterruptedRun`` (the user is told)."""
+    ``--batch-cancel-on-interrupt``) and raise ``InterruptedRun`` (the user is told). With
+    ``--batch-dir``, a round whose requests wait for answers is a ``RunError`` with exit
+    code 5 naming the files and the command that continues."""
     try:
         # A client of its own: its HTTP connections belong to this phase's event loop.
         batch_llm = cfg.model_options().client()
+        vendor = None
+        if cfg.batch_dir:
+            vendor = FolderBatches(batch_llm.provider, Path(cfg.batch_dir))
         engine = BatchEngine(
             batch_llm,
             BatchState(plan.run_dir / STATE_NAME),
             poll_interval=cfg.batch_poll_interval,
             say=_say if cfg.progress else None,
+            vendor=vendor,
         )
     except ConfigError as exc:
         raise RunError(str(exc)) from None
     if batch_llm.options != llm.options:
         raise RunError("--batch: the batch client's structured-output mode differs from the run's")
+    if judge is not None and judge.llm is not llm:
+        if cfg.batch_dir:
+            raise RunError(
+                "--batch-dir: the judge must be the run's own model (--judge-provider, "
+                "--judge-model and --judge-base-url left out): its requests go in the same files"
+            )
+        judge = None  # a judge of another model is asked interactively by the normal run
     try:
-        interrupted = asyncio.run(_rounds(cfg, plan, todo, engine))
+        interrupted = asyncio.run(_rounds(cfg, plan, todo, engine, judge))
+    except BatchesWaiting as exc:
+        files = ", ".join(exc.files[:3]) + (
+            f" and {len(exc.files) - 3} more" if len(exc.files) > 3 else ""
+        )
+        raise RunError(
+            f"{exc.requests} request{'' if exc.requests == 1 else 's'} wait in {files}; "
+            f'answer them (docs/llm.md, "Offline batches"), then run: {resume}',
+            ExitCode.BATCH_WAITING,
+        ) from None
     except ProviderError as exc:
         # A refused key, a batch endpoint that answers nonsense: the run cannot go on
         # by batches. What was submitted is kept in batches.json for a resume.
@@ -129,7 +172,11 @@ def fill_cache_by_batches(
 
 
 async def _rounds(
-    cfg: RunConfig, plan: RunPlan, todo: dict[str, list[int]], engine: BatchEngine
+    cfg: RunConfig,
+    plan: RunPlan,
+    todo: dict[str, list[int]],
+    engine: BatchEngine,
+    judge: Judge | None = None,
 ) -> bool:
     """The rounds; True when SIGINT stopped them."""
     task = asyncio.current_task()
@@ -147,13 +194,11 @@ async def _rounds(
     spool = RequestSpool(plan.run_dir / SPOOL_NAME)
     try:
         for round_no in range(1, MAX_ROUNDS + 1):
-            await collect_requests(cfg, plan, todo, engine.llm, spool)
-            if not set(spool) - engine.state.known_keys() and not engine.state.pending():
+            await collect_requests(cfg, plan, todo, engine.llm, spool, judge)
+            if not set(spool) - engine.settled_keys() and not engine.state.pending():
                 break
             report = await engine.run_round(spool, round_no)
-            _say(f"round {round_no}: {report.line()}")
-            for key, outcome, reason in report.failures:
-                _say(f"  {outcome}: request {key[:16]}: {reason} (asked interactively next)")
+            _tell(engine, round_no, report)
     except asyncio.CancelledError:
         if not stopped:
             raise
@@ -168,6 +213,22 @@ async def _rounds(
         spool.close()
         await engine.llm.aclose()
     return stopped
+
+
+def _tell(engine: BatchEngine, round_no: int, report: RoundReport) -> None:
+    """The round's line, one line per failed request and per output line ignored."""
+    _say(f"round {round_no}: {report.line()}")
+    attempts = engine.state.attempts()
+    for key, outcome, reason in report.failures:
+        if not engine.offline:
+            then = "asked interactively next"
+        elif attempts[key] < engine.max_attempts:
+            then = f"asked again next round, attempt {attempts[key] + 1} of {engine.max_attempts}"
+        else:
+            then = f"no attempt left of {engine.max_attempts}: its case fails"
+        _say(f"  {outcome}: request {key[:16]}: {reason} ({then})")
+    for key, why in report.ignored:
+        _say(f"  ignored output line (custom_id {key[:20]!r}): {why}")
 
 
 def _on_sigint(handler: Callable[[], None]) -> Callable[[], None]:

@@ -35,7 +35,10 @@ KEPT_ON_RESUME = (
     "batch",
     "batch_poll_interval",
     "batch_cancel_on_interrupt",
+    "batch_dir",
 )
+#: The key of a ``--batch-dir`` run's openai provider, which sends nothing.
+FOLDER_KEY = "batch-dir-sends-nothing"
 #: Identity fields a resume takes from the manifest, with the case selection. No
 #: endpoint is among them: the pipeline's and the judge's provider, model and base URL
 #: come from the command line and must match the manifest (``endpoint_mismatch``).
@@ -146,6 +149,9 @@ class RunConfig(BaseModel):
     """Seconds between two polls of the batches."""
     batch_cancel_on_interrupt: bool = False
     """On Ctrl-C cancel the remote batches (default: leave them running, resumable)."""
+    batch_dir: str | None = None
+    """The batch vendor is this folder: each round's requests are written to it as an
+    OpenAI Batch file and their answers read back from it (``llm/_batch_folder.py``)."""
 
     @classmethod
     def of(cls, options: ModelOptions, **settings: Any) -> RunConfig:
@@ -153,8 +159,12 @@ class RunConfig(BaseModel):
         return cls(**{f.name: getattr(options, f.name) for f in fields(ModelOptions)}, **settings)
 
     def model_options(self) -> ModelOptions:
-        """The model this run asks (after a resume has taken the saved settings)."""
-        return ModelOptions(**{f.name: getattr(self, f.name) for f in fields(ModelOptions)})
+        """The model this run asks (after a resume has taken the saved settings). With
+        ``--batch-dir`` no request is sent, so no key is needed: a placeholder stands in."""
+        options = {f.name: getattr(self, f.name) for f in fields(ModelOptions)}
+        if self.batch_dir and self.provider == "openai" and not options["api_key"]:
+            options["api_key"] = FOLDER_KEY
+        return ModelOptions(**options)
 
     def judge_settings(self) -> JudgeSettings:
         """The judge's settings, for a ``--matcher judge`` run."""
@@ -192,6 +202,23 @@ class RunConfig(BaseModel):
                 f"params.{where} {first['msg'][0].lower()}{first['msg'][1:]} (got {got})"
             ) from None
 
+    def _batch_dir_problem(self) -> str | None:
+        if not self.batch:
+            return "--batch-dir goes with --batch"
+        if self.provider != "openai":
+            return (
+                "--batch-dir writes OpenAI Batch files: it needs --provider openai "
+                f"(got {self.provider})"
+            )
+        if self.structured in (None, "auto") and self.base_url:
+            return (
+                "--batch-dir asks no server, so none can be probed: give --structured MODE "
+                "(json_schema for vLLM and OpenAI)"
+            )
+        if self.structured == "auto":
+            return "--batch-dir asks no server, so none can be probed: give --structured MODE"
+        return None
+
     def problem(self) -> str | None:
         """A one-line problem with the run's numbers and choices, or ``None``: the run's
         own flags here, the model flags by ``ModelOptions.problem`` (one check a flag)."""
@@ -211,6 +238,10 @@ class RunConfig(BaseModel):
             return f"--pass-k must be {rule} (got {self.pass_k!r})"
         if self.batch and self.cache_mode != "read-write":
             return "--batch needs --cache-mode read-write (its answers go to the cache)"
+        if self.batch_dir is not None:
+            problem = self._batch_dir_problem()
+            if problem:
+                return problem
         if not self.batch_poll_interval > 0:
             return f"--batch-poll-interval must be above 0 (got {self.batch_poll_interval!r})"
         if self.system not in SYSTEM_NAMES:

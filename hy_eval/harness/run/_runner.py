@@ -52,6 +52,7 @@ from hy_eval.llm import (
     RunStopped,
     Usage,
 )
+from hy_eval.llm._batch_folder import OfflineProvider
 from hy_eval.memory import PromptLibrary
 from hy_eval.memory._prompts import PromptError
 
@@ -95,6 +96,9 @@ class Runner:
             )
             raise RunError(str(mismatch))
         llm = self._build_client()
+        if cfg.batch_dir:
+            # Answers come from the batch folder only: a miss is an error, never a call.
+            llm.provider = OfflineProvider(llm.provider, Path(cfg.batch_dir))
         self.llm = llm
         if previous is not None:
             p = llm.provider
@@ -208,7 +212,7 @@ class Runner:
         self._announce(plan, llm, len(done))
         if cfg.batch and todo:
             resume = resume_command(plan.run_dir, manifest)
-            self.batch_totals = fill_cache_by_batches(cfg, plan, todo, resume, llm)
+            self.batch_totals = fill_cache_by_batches(cfg, plan, todo, resume, llm, self.judge)
         summary = self._execute(plan, todo, llm, prices, manifest, len(done))
         manifest.finished = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
         write_manifest(plan.run_dir, manifest)
