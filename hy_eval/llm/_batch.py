@@ -325,10 +325,13 @@ class BatchEngine:
             if result.key not in wanted:
                 # Not one of this batch's requests, or given twice, or unreadable: no
                 # answer to anything, said in one line (a vendor's own files never hold one).
-                why = "a second answer" if result.key in seen else "no request of this batch"
+                if result.key in seen:
+                    why = "a second answer to one request (the first counts)"
+                else:
+                    why = result.reason or "no request of this batch"
                 report.ignored_count += 1
                 if len(report.ignored) < FAILURES_SHOWN:
-                    report.ignored.append((result.key, short_text(result.reason or why)))
+                    report.ignored.append((result.key, short_text(why)))
                 continue
             wanted.discard(result.key)
             seen.add(result.key)

@@ -175,3 +175,135 @@ def test_rounds_write_the_providers_bytes_and_read_the_answers_back(tmp_path):
     )
     _, replayed, code = Runner(replay).run()
     assert code == 0 and comparable(replayed)["metrics"] == comparable(interactive)["metrics"]
+
+
+def scripted_results(model, path, change=None):
+    """The results file of ``path`` as the scripted model answers it (in process);
+    ``change(i, line)`` may rewrite the i-th output line (a dict) or return lines of its own
+    (a list of str) to write instead."""
+    from hy_eval.llm.loopback import ServedRequest
+
+    out = []
+    for i, line in enumerate(lines_of(path)):
+        reply = model.answer(ServedRequest(i, "/v1/chat/completions", line["body"]))
+        response = {"status_code": reply.status, "request_id": f"r{i}", "body": reply.body}
+        result = {"id": f"b{i}", "custom_id": line["custom_id"], "response": response}
+        result["error"] = None
+        made = change(i, result) if change else None
+        texts = made if isinstance(made, list) else [json.dumps(result, ensure_ascii=False)]
+        out += texts
+    tmp = results_of(path).with_suffix(".part")
+    tmp.write_text("".join(t + "\n" for t in out), encoding="utf-8")
+    tmp.rename(results_of(path))
+
+
+def finish(model, tmp_path, cfg_kw=None, change=None):
+    """Answer and resume until the run ends; its (run folder, summary, code, rounds)."""
+    folder, rounds = tmp_path / "batches", 0
+    while True:
+        for path in unanswered(folder):
+            scripted_results(model, path, change)
+            rounds += 1
+        cfg = folder_config(tmp_path, resume=str(tmp_path / "folder"), out=None, **(cfg_kw or {}))
+        try:
+            return (*Runner(cfg).run(), rounds)
+        except RunError as exc:
+            assert exc.exit_code == ExitCode.BATCH_WAITING, str(exc)
+
+
+def test_a_hostile_results_file_costs_only_its_lines(tmp_path, capsys):
+    model = SuiteModel(load_suite("multi_speaker").cases)
+    kw = dict(max_error_rate=0.5, progress=True)
+    waiting_round(folder_config(tmp_path, **kw))
+    (first,) = unanswered(tmp_path / "batches")
+    keys = [line["custom_id"] for line in lines_of(first)]
+
+    def hostile(i, result):
+        body = result["response"]["body"]
+        if i == 0:
+            return [json.dumps({**result, "custom_id": "not-a-request"}), "not json at all"]
+        if i == 1:  # a second answer to one request: the first counts
+            return [json.dumps(result), json.dumps({**result, "response": None})]
+        if i == 2:
+            result["response"]["body"] = {**body, "model": "another-model"}
+        elif i == 3:
+            result["response"]["body"] = {"choices": []}
+        elif i == 4:
+            message = {"role": "assistant", "content": json.dumps({"facts": "none", "basic_info": {}})}
+            result["response"]["body"] = {**body, "choices": [{"message": message}]}
+        elif i == 5:
+            result["response"], result["error"] = None, {"code": "boom", "message": "it broke"}
+        return None
+
+    scripted_results(model, first, hostile)
+    capsys.readouterr()
+    waiting_round(folder_config(tmp_path, resume=str(tmp_path / "folder"), out=None, **kw))
+    err = capsys.readouterr().err
+    again = "(asked again next round, attempt 2 of 2)"
+    for key, why in [
+        (keys[0], "no result in the batch's output"),
+        (keys[2], "answered by model another-model, not scripted"),
+        (keys[3], "openai: malformed response body"),
+        (keys[4], "answer.facts is not of type array"),
+        (keys[5], "boom: it broke"),
+    ]:
+        assert re.search(f"failed: request {key[:16]}: {re.escape(why)}.*{re.escape(again)}", err)
+    assert "ignored output line (custom_id 'not-a-request')" in err
+    assert "ignored output line (custom_id '')" in err and "unreadable output line" in err
+    assert f"ignored output line (custom_id {keys[1][:20]!r}): a second answer" in err
+    (second,) = unanswered(tmp_path / "batches")
+    asked_again = {line["custom_id"] for line in lines_of(second)}
+    # Each unusable answer is asked again; the answered request is not.
+    assert {keys[0], *keys[2:]} <= asked_again and keys[1] not in asked_again
+
+    def unknown_again(i, result):
+        if result["custom_id"] == keys[0]:
+            return [json.dumps({**result, "custom_id": "still-not-a-request"})]
+        return None
+
+    run_dir, summary, code, _ = finish(model, tmp_path, kw, unknown_again)
+    err = capsys.readouterr().err
+    assert f"request {keys[0][:16]}: no result" in err and "no attempt left of 2" in err
+    assert code == 0
+    records = [json.loads(t) for t in (run_dir / "cases.jsonl").read_text().splitlines()]
+    failed = [r for r in records if r["status"] == "error"]
+    # Only the case whose request never got a usable answer failed, saying so.
+    assert len(records) == LIMIT and len(failed) == 1
+    assert "no answer for request" in failed[0]["error"] and "batch folder" in failed[0]["error"]
+
+
+def test_a_judge_run_asks_the_judge_in_a_round_of_its_own(tmp_path):
+    from tests.harness.run.test_matcher_runs import JudgedSuiteModel, write_suite
+
+    class NamedJudge(JudgedSuiteModel):
+        """Its verdicts name the model asked, as a vendor's do (one naming another model
+        is refused)."""
+
+        def answer(self, req):
+            reply = super().answer(req)
+            reply.body["model"] = req.body["model"]
+            return reply
+
+    suite = write_suite(tmp_path / "m")
+    same = {"The user is a nurse at a Berlin hospital.", "用户是柏林的护士"}
+    model = NamedJudge(suite.cases, same=same)
+    with model.server as server:
+        live = scripted_config(
+            server, tmp_path / "live", suite=str(tmp_path / "m"), matcher="judge", retries=0
+        )
+        _, interactive, _ = Runner(live).run()
+    kw = dict(suite=str(tmp_path / "m"), matcher="judge", limit=None)
+    waiting_round(folder_config(tmp_path, **kw))
+    _, judged, code, rounds = finish(model, tmp_path, kw)
+    assert code == 0 and rounds >= 2
+    files = sorted((tmp_path / "batches").glob(f"*{REQUESTS_SUFFIX}"), key=lambda p: p.stat().st_mtime)
+    schemas = [
+        {line["body"]["response_format"]["json_schema"]["name"] for line in lines_of(p)}
+        for p in files
+    ]
+    # Extraction first; the judge's three pairs together in the last round.
+    assert schemas[0] == {"memory_extraction"} and schemas[-1] == {"fact_judgement"}
+    assert len(lines_of(files[-1])) == 3
+    assert judged.calls.cache_hits == judged.calls.calls
+    assert judged.metrics["fact_recall"] == interactive.metrics["fact_recall"]
+    assert judged.metrics["fact_recall"].num == 2
