@@ -229,7 +229,10 @@ def test_a_hostile_results_file_costs_only_its_lines(tmp_path, capsys):
         elif i == 3:
             result["response"]["body"] = {"choices": []}
         elif i == 4:
-            message = {"role": "assistant", "content": json.dumps({"facts": "none", "basic_info": {}})}
+            message = {
+                "role": "assistant",
+                "content": json.dumps({"facts": "none", "basic_info": {}}),
+            }
             result["response"]["body"] = {**body, "choices": [{"message": message}]}
         elif i == 5:
             result["response"], result["error"] = None, {"code": "boom", "message": "it broke"}
@@ -262,6 +265,7 @@ def test_a_hostile_results_file_costs_only_its_lines(tmp_path, capsys):
         return None
 
     run_dir, summary, code, _ = finish(model, tmp_path, kw, unknown_again)
+    assert summary.metrics["error_rate"].num == 1
     err = capsys.readouterr().err
     assert f"request {keys[0][:16]}: no result" in err and "no attempt left of 2" in err
     assert code == 0
@@ -296,7 +300,9 @@ def test_a_judge_run_asks_the_judge_in_a_round_of_its_own(tmp_path):
     waiting_round(folder_config(tmp_path, **kw))
     _, judged, code, rounds = finish(model, tmp_path, kw)
     assert code == 0 and rounds >= 2
-    files = sorted((tmp_path / "batches").glob(f"*{REQUESTS_SUFFIX}"), key=lambda p: p.stat().st_mtime)
+    files = sorted(
+        (tmp_path / "batches").glob(f"*{REQUESTS_SUFFIX}"), key=lambda p: p.stat().st_mtime
+    )
     schemas = [
         {line["body"]["response_format"]["json_schema"]["name"] for line in lines_of(p)}
         for p in files
