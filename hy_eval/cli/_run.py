@@ -115,6 +115,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         if exc.exit_code == ExitCode.CACHE_MISS:
             hint = _miss_hint(args, config, exc.perturbation)
             raise UserError(f"{exc}. {hint}", exc.exit_code) from None
+        if exc.exit_code == ExitCode.BATCH_WAITING:
+            echo(f"hy-eval: {exc}", err=True)  # a step of the round loop, not an error
+            return ExitCode.BATCH_WAITING
         raise UserError(str(exc), exc.exit_code) from None
     echo(terminal_summary(summary, run_dir))
     _print_perturbations(summary)

@@ -313,3 +313,75 @@ def test_a_judge_run_asks_the_judge_in_a_round_of_its_own(tmp_path):
     assert judged.calls.cache_hits == judged.calls.calls
     assert judged.metrics["fact_recall"] == interactive.metrics["fact_recall"]
     assert judged.metrics["fact_recall"].num == 2
+
+
+def start_cli(tmp_path):
+    """One step of the round loop (``hy-eval run --batch-dir``) in a child process."""
+    import os
+    import subprocess
+    import sys
+
+    cmd = [sys.executable, "-m", "hy_eval", "run", "--suite", "multi_speaker"]
+    cmd += ["--limit", str(LIMIT), "--provider", "openai", "--model", "scripted"]
+    cmd += ["--structured", "json_schema", "--cache", str(tmp_path / "folder.sqlite")]
+    cmd += ["--batch-dir", str(tmp_path / "batches"), "--quiet"]
+    run_dir = tmp_path / "folder"
+    cmd += (
+        ["--resume", str(run_dir)]
+        if (run_dir / "manifest.json").exists()
+        else ["--out", str(run_dir)]
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen(cmd, cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True)
+
+
+def kill_when(child, ready):
+    """SIGKILL ``child`` as soon as ``ready()`` holds; whether it was still running."""
+    import signal
+    import time
+
+    deadline = time.monotonic() + 60
+    while not ready() and child.poll() is None:
+        assert time.monotonic() < deadline
+        time.sleep(0.002)
+    alive = child.poll() is None
+    child.send_signal(signal.SIGKILL)
+    child.wait()
+    return alive
+
+
+def step(tmp_path):
+    """One step run to its end: its exit code and stderr."""
+    child = start_cli(tmp_path)
+    _, err = child.communicate(timeout=120)
+    return child.returncode, err
+
+
+def test_sigkill_inside_and_between_rounds_asks_nothing_twice(tmp_path):
+    model = SuiteModel(load_suite("multi_speaker").cases)
+    spool = tmp_path / "folder" / "batch_requests.sqlite"
+    state = tmp_path / "folder" / STATE_NAME
+    # Inside round 1: killed while it collects the cases' requests.
+    assert kill_when(start_cli(tmp_path), spool.exists)
+    assert step(tmp_path)[0] == ExitCode.BATCH_WAITING
+    for path in unanswered(tmp_path / "batches"):
+        scripted_results(model, path)
+    # Between rounds: killed once round 1's answers are in the cache and its batch is
+    # marked read (batches.json rewritten), before round 2's file is kept.
+    kept = state.read_bytes()
+    assert kill_when(start_cli(tmp_path), lambda: state.read_bytes() != kept)
+    code, err = step(tmp_path)
+    assert code == ExitCode.BATCH_WAITING, err
+    for path in unanswered(tmp_path / "batches"):
+        scripted_results(model, path)
+    code, err = step(tmp_path)
+    assert code == 0, err
+    files = sorted((tmp_path / "batches").glob(f"*{REQUESTS_SUFFIX}"))
+    ids = [line["custom_id"] for p in files for line in lines_of(p)]
+    assert len(files) == 2 and len(ids) == len(set(ids))  # nothing asked twice
+    run_dir = tmp_path / "folder"
+    records = [json.loads(t) for t in (run_dir / "cases.jsonl").read_text().splitlines()]
+    assert len(records) == LIMIT == len({r["id"] for r in records})  # nothing lost
+    assert all(r["status"] == "ok" for r in records)
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["calls"]["cache_hits"] == summary["calls"]["calls"] == len(ids)
