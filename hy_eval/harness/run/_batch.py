@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import asyncio
 import signal
-from collections.abc import Callable
+import tempfile
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from hy_eval._exitcodes import ExitCode, InterruptedRun
@@ -140,14 +141,7 @@ def fill_cache_by_batches(
     try:
         interrupted = asyncio.run(_rounds(cfg, plan, todo, engine, judge))
     except BatchesWaiting as exc:
-        files = ", ".join(exc.files[:3]) + (
-            f" and {len(exc.files) - 3} more" if len(exc.files) > 3 else ""
-        )
-        raise RunError(
-            f"{exc.requests} request{'' if exc.requests == 1 else 's'} wait in {files}; "
-            f'answer them (docs/llm.md, "Offline batches"), then run: {resume}',
-            ExitCode.BATCH_WAITING,
-        ) from None
+        raise waiting_error(exc, resume) from None
     except ProviderError as exc:
         # A refused key, a batch endpoint that answers nonsense: the run cannot go on
         # by batches. What was submitted is kept in batches.json for a resume.
@@ -213,6 +207,57 @@ async def _rounds(
         spool.close()
         await engine.llm.aclose()
     return stopped
+
+
+def waiting_error(exc: BatchesWaiting, command: str) -> RunError:
+    """The exit-5 error of requests waiting in a batch folder: how many, where, and the
+    one command that continues."""
+    more = f" and {len(exc.files) - 3} more" if len(exc.files) > 3 else ""
+    return RunError(
+        f"{exc.requests} request{'' if exc.requests == 1 else 's'} wait in "
+        f"{', '.join(exc.files[:3])}{more}; "
+        f'answer them (docs/llm.md, "Offline batches"), then run: {command}',
+        ExitCode.BATCH_WAITING,
+    )
+
+
+#: ``matchers evaluate --batch-dir``'s kept batches, in the batch folder itself.
+EVALUATE_STATE_NAME = "evaluate.batches.json"
+
+
+def judge_pairs_by_folder(
+    judge: Judge, pairs: Sequence[tuple[str, str, str]], folder: Path, command: str
+) -> None:
+    """``matchers evaluate --matcher judge --batch-dir``: the judge's request of every
+    (predicted, gold, lang) pair in one round written to ``folder``. Returns once every
+    answer is in the cache (or its attempts are spent); a ``RunError`` with exit code 5
+    while requests wait (``command`` continues)."""
+    llm = judge.llm
+    engine = BatchEngine(
+        llm,
+        BatchState(folder / EVALUATE_STATE_NAME),
+        say=_say,
+        vendor=FolderBatches(llm.provider, folder),
+    )
+
+    async def rounds() -> None:
+        with tempfile.TemporaryDirectory() as scratch:
+            spool = RequestSpool(Path(scratch) / SPOOL_NAME)
+            try:
+                for round_no in range(1, MAX_ROUNDS + 1):
+                    spool.reset()
+                    collecting = Judge(CollectingClient(llm, spool), judge.prompts)
+                    await asyncio.gather(*(collecting.same(p, g, lang) for p, g, lang in pairs))
+                    if not set(spool) - engine.settled_keys() and not engine.state.pending():
+                        return
+                    _tell(engine, round_no, await engine.run_round(spool, round_no))
+            finally:
+                spool.close()
+
+    try:
+        asyncio.run(rounds())
+    except BatchesWaiting as exc:
+        raise waiting_error(exc, command) from None
 
 
 def _tell(engine: BatchEngine, round_no: int, report: RoundReport) -> None:

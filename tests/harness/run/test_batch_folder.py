@@ -385,3 +385,31 @@ def test_sigkill_inside_and_between_rounds_asks_nothing_twice(tmp_path):
     assert all(r["status"] == "ok" for r in records)
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["calls"]["cache_hits"] == summary["calls"]["calls"] == len(ids)
+
+
+def test_matchers_evaluate_asks_the_judge_of_every_pair_in_one_round(tmp_path, capsys):
+    from hy_eval.cli import main
+    from hy_eval.llm.loopback import LoopbackServer, Reply, openai_completion
+    from tests.cli.test_matchers_cli import PAIRS, rate, write_pairs
+
+    def script(req):
+        verdict = json.dumps({"same": True, "reason": "x"})
+        return Reply(body=openai_completion(verdict, model=req.body["model"]))
+
+    pairs, out, folder = write_pairs(tmp_path / "p.jsonl"), tmp_path / "r.json", tmp_path / "b"
+    flags = ["--matcher", "judge", "--json", str(out), "--provider", "openai"]
+    flags += ["--model", "judge", "--cache", str(tmp_path / "c.sqlite"), "--batch-dir", str(folder)]
+    assert main(["matchers", "evaluate", pairs, *flags]) == ExitCode.BATCH_WAITING
+    err = capsys.readouterr().err
+    (path,) = unanswered(folder)
+    again = f"python run_eval.py matchers evaluate {pairs} --matcher judge --json {out}"
+    assert f"{len(PAIRS)} requests wait in {path}" in err and f"then run: {again}" in err
+    assert len(lines_of(path)) == len(PAIRS)
+    with LoopbackServer(script) as server:
+        answer_file(path, results_of(path), server.openai_url)
+        assert server.count == len(PAIRS)
+    assert main(["matchers", "evaluate", pairs, *flags]) == 0
+    judge = json.loads(out.read_text())["matchers"]["judge"]
+    # "The same" to every pair: right on the four that are, wrong on 2 and 6.
+    assert judge["all"]["precision"] == rate(4, 6) and judge["all"]["recall"] == rate(4, 4)
+    assert unanswered(folder) == []
