@@ -125,9 +125,7 @@ def _judge_by_folder(args: argparse.Namespace, names: list[str], pairs: list[Any
     import dataclasses
     from pathlib import Path
 
-    from hy_eval.harness.run import RunError
-    from hy_eval.harness.run._batch import judge_pairs_by_folder
-    from hy_eval.harness.run._config import FOLDER_KEY
+    from hy_eval.harness.run import FOLDER_KEY, RunError, judge_pairs_by_folder
     from hy_eval.harness.scoring import JudgeSettings, build_judge
     from hy_eval.llm import ConfigError
     from hy_eval.llm._batch_folder import OfflineProvider

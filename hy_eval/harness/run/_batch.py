@@ -214,7 +214,7 @@ def waiting_error(exc: BatchesWaiting, command: str) -> RunError:
     one command that continues."""
     more = f" and {len(exc.files) - 3} more" if len(exc.files) > 3 else ""
     return RunError(
-        f"{exc.requests} request{'' if exc.requests == 1 else 's'} wait in "
+        f"{exc.requests} request{' waits' if exc.requests == 1 else 's wait'} in "
         f"{', '.join(exc.files[:3])}{more}; "
         f'answer them (docs/llm.md, "Offline batches"), then run: {command}',
         ExitCode.BATCH_WAITING,

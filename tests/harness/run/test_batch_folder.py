@@ -114,6 +114,15 @@ def check_vllm_input(line):
     assert line["body"]["model"] == "scripted" and line["body"]["messages"]
 
 
+def check_batch_output(line):
+    """One results line against the OpenAI Batch output format (what ``vllm run-batch
+    -o`` writes): the run reads it unchanged."""
+    assert set(line) == {"id", "custom_id", "response", "error"} and line["error"] is None
+    assert set(line["response"]) == {"status_code", "request_id", "body"}
+    assert line["response"]["status_code"] == 200
+    assert line["response"]["body"]["choices"][0]["message"]["content"]
+
+
 def test_rounds_write_the_providers_bytes_and_read_the_answers_back(tmp_path):
     model = SuiteModel(load_suite("multi_speaker").cases)
     with model.server as server:
@@ -129,12 +138,15 @@ def test_rounds_write_the_providers_bytes_and_read_the_answers_back(tmp_path):
             files = unanswered(folder)
             assert len(files) == 1, files
             n = len(lines_of(files[0]))
-            assert message.startswith(f"{n} request{'' if n == 1 else 's'} wait in {files[0]};")
+            verb = "request waits" if n == 1 else "requests wait"
+            assert message.startswith(f"{n} {verb} in {files[0]};")
             assert message.endswith(f"then run: {resume_line(tmp_path)}")
             rounds.append(files[0])
             before = server.count
             answer_file(files[0], results_of(files[0]), server.openai_url)
             assert server.count - before == len(lines_of(files[0]))
+            for result in lines_of(results_of(files[0])):
+                check_batch_output(result)
             resumed = folder_config(tmp_path, resume=str(tmp_path / "folder"), out=None)
             try:
                 run_dir, batched, code = Runner(resumed).run()
