@@ -100,6 +100,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     suite = _loaded_suite(args.suite)
     if suite is not None and suite.kind == "history":
         return cmd_history(args)
+    if args.batch_dir and (args.variants or args.models or args.systems or args.perturb):
+        # Each round ends the process and is continued by --resume of one run folder.
+        raise UserError(
+            "--batch-dir runs one suite run at a time (no --variants, --models, --systems "
+            "or --perturb): run each combination with an --out of its own"
+        )
     if args.variants or args.models or args.systems:
         return cmd_matrix(args)
     gates = _load_gates(args)  # a bad gates file fails before any model call

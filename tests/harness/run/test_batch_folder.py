@@ -425,3 +425,24 @@ def test_matchers_evaluate_asks_the_judge_of_every_pair_in_one_round(tmp_path, c
     # "The same" to every pair: right on the four that are, wrong on 2 and 6.
     assert judge["all"]["precision"] == rate(4, 6) and judge["all"]["recall"] == rate(4, 4)
     assert unanswered(folder) == []
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--provider", "local"], "--batch-dir writes OpenAI Batch files: it needs --provider"),
+        (["--provider", "openai", "--base-url", "http://127.0.0.1:9/v1"], "give --structured"),
+        (["--provider", "openai", "--structured", "auto"], "give --structured"),
+        (["--provider", "openai", "--variants", "default,no_examples"], "one suite run at a time"),
+        (["--provider", "openai", "--matcher", "judge", "--judge-model", "j"], "the judge must"),
+    ],
+)
+def test_what_a_folder_cannot_do_is_one_line_and_exit_2(tmp_path, capsys, flags, message):
+    from hy_eval.cli import main
+
+    base = ["run", "--suite", "multi_speaker", "--limit", "2", "--out", str(tmp_path / "r")]
+    base += ["--cache", str(tmp_path / "c.sqlite"), "--batch-dir", str(tmp_path / "b")]
+    assert main([*base, *flags]) == ExitCode.USAGE
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) >= 1 and message in err[-1] and "Traceback" not in "".join(err)
+    assert not (tmp_path / "b").exists()  # no request file written
