@@ -281,17 +281,25 @@ class BatchEngine:
         spent = {k for k, n in self.state.attempts().items() if n >= self.max_attempts}
         return pending | spent
 
+    async def collect_ended(
+        self, items: Mapping[str, BatchItem], report: RoundReport
+    ) -> dict[str, RemoteState]:
+        """Look at every batch not yet collected once and read the answers of those that
+        ended; each one's state."""
+        states: dict[str, RemoteState] = {}
+        for kept in self.state.pending():
+            st = await self._retrying(partial(self.vendor.state, kept.id))
+            states[kept.id] = st
+            if st.ended:
+                await self._collect(kept, items, report)
+        return states
+
     async def _wait(
         self, items: Mapping[str, BatchItem], report: RoundReport, round_no: int
     ) -> None:
         started = time.monotonic()
         while True:
-            states: dict[str, RemoteState] = {}
-            for kept in self.state.pending():
-                st = await self._retrying(partial(self.vendor.state, kept.id))
-                states[kept.id] = st
-                if st.ended:
-                    await self._collect(kept, items, report)
+            states = await self.collect_ended(items, report)
             if states and not self.offline:
                 self.say(progress_line(round_no, states, time.monotonic() - started))
             pending = self.state.pending()

@@ -36,16 +36,21 @@ def request_of(fields: Mapping[str, object]) -> Request:
 class RequestSpool(Mapping[str, BatchItem]):
     """Cache key -> :class:`BatchItem`, kept in a scratch SQLite file."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, fresh: bool = True) -> None:
+        """``fresh``: a scratch spool, emptied (a file a killed run left, of any form, is
+        rebuilt); else a kept one (serve's misses, ``_batch_serve.py``), written at once
+        and usable from the thread of serve's event loop."""
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(path)
-        self._db.execute("PRAGMA synchronous = OFF")
+        self._db = sqlite3.connect(path, check_same_thread=fresh)
+        if fresh:
+            self._db.execute("PRAGMA synchronous = OFF")
         with self._db:
-            # Scratch: a file a killed run left (of any form) is emptied before each round.
-            self._db.execute("DROP TABLE IF EXISTS requests")
+            if fresh:
+                self._db.execute("DROP TABLE IF EXISTS requests")
             self._db.execute(
-                "CREATE TABLE requests (key TEXT PRIMARY KEY, canonical TEXT, ordered TEXT)"
+                "CREATE TABLE IF NOT EXISTS requests "
+                "(key TEXT PRIMARY KEY, canonical TEXT, ordered TEXT)"
             )
 
     def reset(self) -> None:

@@ -38,6 +38,7 @@ from hy_eval.llm import Completion, ConfigError, LLMClient, PriceTable, Provider
 from hy_eval.llm._base import short_text
 from hy_eval.llm._batch import STATE_NAME, BatchEngine, BatchesWaiting, BatchState, RoundReport
 from hy_eval.llm._batch_folder import FolderBatches
+from hy_eval.llm._batch_serve import ROUNDS_LIMIT, BatchServe
 from hy_eval.llm._batch_spool import SPOOL_NAME, RequestSpool
 from hy_eval.llm._cache import cache_key, canonical_json
 from hy_eval.memory import MemoryStore
@@ -219,6 +220,44 @@ def waiting_error(exc: BatchesWaiting, command: str) -> RunError:
         f'answer them (docs/llm.md, "Offline batches"), then run: {command}',
         ExitCode.BATCH_WAITING,
     )
+
+
+def start_batch_serve(cfg: RunConfig, run_dir: Path) -> BatchServe:
+    """``--batch-dir`` with an external system: the model server's client in serve's
+    cache-or-spool mode, its kept requests and batches in ``run_dir``, with the answers
+    placed in the batch folder since the last round read into the cache."""
+    assert cfg.batch_dir is not None
+    serve = BatchServe(cfg.model_options(), Path(cfg.batch_dir), run_dir, say=_say)
+    if serve.engine.state.pending():
+        _tell(serve.engine, serve.rounds, serve.collect())
+    return serve
+
+
+def case_waits(serve: BatchServe, spooled_before: int) -> bool:
+    """Whether a case that failed did so waiting for answers: a request was kept while
+    it ran (with cases at once, maybe another's: then it runs again next round, which
+    costs a run, never a record). After ``ROUNDS_LIMIT`` rounds no case waits any more."""
+    return serve.provider.misses > spooled_before and serve.rounds < ROUNDS_LIMIT
+
+
+def end_serve_round(serve: BatchServe, waiting: int, finished: int, command: str) -> None:
+    """Write the requests this round kept to the batch folder; while cases wait, the
+    exit-5 ``RunError`` saying how many finished, how many wait, and what to do."""
+    exc = serve.flush()
+    if waiting == 0:
+        if exc is not None:
+            _say(f"{exc.requests} requests wait in {', '.join(exc.files)} (no case waits)")
+        return
+    if exc is None:  # cannot be: a waiting case kept a request with attempts left
+        raise RunError(f"{waiting} cases wait, but no request is written; run again")
+    cases = f"{finished} case{'' if finished == 1 else 's'} finished, {waiting} wait"
+    if serve.rounds >= ROUNDS_LIMIT:
+        cases += (
+            f" (round {serve.rounds} of {ROUNDS_LIMIT}: the next records them as failed; "
+            "a case still waiting after many rounds sends requests that differ each time)"
+        )
+    error = waiting_error(exc, command)
+    raise RunError(f"{cases}; {error}", ExitCode.BATCH_WAITING)
 
 
 #: ``matchers evaluate --batch-dir``'s kept batches, in the batch folder itself.

@@ -246,8 +246,11 @@ class RunConfig(BaseModel):
             return f"--batch-poll-interval must be above 0 (got {self.batch_poll_interval!r})"
         if self.system not in SYSTEM_NAMES:
             return f"--system must be one of {', '.join(SYSTEM_NAMES)} (got {self.system!r})"
-        if self.system != "hy_eval" and self.batch:
-            return f"--batch runs this package's pipeline only (got --system {self.system})"
+        if self.system != "hy_eval" and self.batch and not self.batch_dir:
+            return (
+                f"--batch runs this package's pipeline only (got --system {self.system}); "
+                "--batch-dir DIR runs an external system in rounds"
+            )
         if self.matcher not in MATCHERS:
             return f"--matcher must be one of {', '.join(MATCHERS)} (got {self.matcher!r})"
         return self.model_options().problem()
