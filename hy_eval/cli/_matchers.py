@@ -122,10 +122,10 @@ def _judge_by_folder(args: argparse.Namespace, names: list[str], pairs: list[Any
     """``--batch-dir``: the judge's requests of all pairs written to the folder in one
     round, their answers read back on the same command. The judge, answering from the
     cache only, once every answer is in; ``None`` (said in one line) while requests wait."""
-    import dataclasses
     from pathlib import Path
 
-    from hy_eval.harness.run import FOLDER_KEY, RunError, judge_pairs_by_folder
+    from hy_eval.cli._serve import batch_dir_options
+    from hy_eval.harness.run import RunError, judge_pairs_by_folder
     from hy_eval.harness.scoring import JudgeSettings, build_judge
     from hy_eval.llm import ConfigError
     from hy_eval.llm._batch_folder import OfflineProvider
@@ -133,13 +133,7 @@ def _judge_by_folder(args: argparse.Namespace, names: list[str], pairs: list[Any
 
     if "judge" not in names:
         raise UserError("--batch-dir is for --matcher judge (the other matchers ask no model)")
-    if args.provider != "openai":
-        raise UserError("--batch-dir writes OpenAI Batch files: it needs --provider openai")
-    if args.structured == "auto" or (args.structured is None and args.base_url):
-        raise UserError("--batch-dir asks no server, so none can be probed: give --structured")
-    options = model_options(args)
-    if not options.api_key:
-        options = dataclasses.replace(options, api_key=FOLDER_KEY)  # nothing is sent
+    options = batch_dir_options(args)  # nothing is sent: no key needed
     try:
         judge = build_judge(options, options.client(), JudgeSettings(variant=args.judge_variant))
     except (ConfigError, PromptError) as exc:

@@ -69,3 +69,73 @@ def test_an_external_system_finishes_its_cases_in_two_rounds(tmp_path, fake_syst
         "t-04-refuse",
     ]
     assert rounds.metrics == live.metrics
+
+
+def test_a_request_that_never_finds_its_answer_fails_its_case_after_the_rounds(
+    tmp_path,
+    fake_system,  # noqa: F811
+    monkeypatch,
+):
+    # A request that changes each round never finds its answer; here the file is simply
+    # never answered, which the run cannot tell apart. With the limit at 1 round the
+    # second run records the waiting cases as failed, saying why.
+    monkeypatch.setattr("hy_eval.harness.run._batch.ROUNDS_LIMIT", 1)
+    with LoopbackServer(named) as server:
+        with pytest.raises(RunError) as info:
+            Runner(folder_config(server, tmp_path)).run()
+        assert "the next records them as failed" in str(info.value)
+        resumed = folder_config(server, tmp_path, resume=str(tmp_path / "run"), out=None)
+        run_dir, summary, code = Runner(resumed).run()
+        assert code == 0 and server.count == 0  # --max-error-rate 1 in this config
+    records = {r["id"]: r for r in map(json.loads, (run_dir / "cases.jsonl").open())}
+    assert len(records) == 5 and summary.metrics["error_rate"].value == 1.0
+    assert "no answer yet for request" in records["t-00"]["error"]
+    assert "batches" in records["t-00"]["error"]
+
+
+def test_serve_answers_from_the_cache_and_writes_its_misses(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import urllib.error
+    import urllib.request
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[3]
+    folder = tmp_path / "batches"
+    cmd = [sys.executable, "-m", "hy_eval", "serve", "--provider", "openai"]
+    cmd += ["--model", "m", "--cache", str(tmp_path / "c.sqlite"), "--batch-dir", str(folder)]
+    body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "number 0."}]})
+
+    def serve_and_ask():
+        env = {**os.environ, "PYTHONPATH": str(root)}
+        child = subprocess.Popen(
+            cmd, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        url = child.stdout.readline().split()[0]
+        ask = urllib.request.Request(
+            url + "/chat/completions",
+            data=body.encode(),
+            headers={"Content-Type": "application/json"},
+        )
+        try:
+            with urllib.request.urlopen(ask, timeout=60) as resp:
+                answer = (resp.status, json.load(resp))
+        except urllib.error.HTTPError as exc:
+            answer = (exc.code, json.load(exc))
+        child.send_signal(signal.SIGTERM)
+        _, err = child.communicate(timeout=60)
+        return answer, child.returncode, err
+
+    (status, answer), code, err = serve_and_ask()
+    assert status == 502 and "no answer yet for request" in answer["error"]["message"]
+    assert code == ExitCode.BATCH_WAITING and "1 request waits in" in err
+    (path,) = unanswered(folder)
+    with LoopbackServer(named) as server:
+        answer_file(path, results_of(path), server.openai_url)
+    (status, answer), code, err = serve_and_ask()
+    assert status == 200 and code == 0, err
+    assert json.loads(answer["choices"][0]["message"]["content"]) == {
+        "facts": [{"text": "The user likes coffee #0.", "owner": "user"}]
+    }
