@@ -446,3 +446,29 @@ def test_what_a_folder_cannot_do_is_one_line_and_exit_2(tmp_path, capsys, flags,
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) >= 1 and message in err[-1] and "Traceback" not in "".join(err)
     assert not (tmp_path / "b").exists()  # no request file written
+
+
+def test_a_kill_before_batches_json_is_saved_loses_and_repeats_nothing(tmp_path, capsys):
+    # Played without a process: the step that read round 1's answers into the cache and
+    # wrote round 2's file is undone in batches.json alone, as a kill before its save
+    # leaves it. The next step reads round 1 again (answers already cached count as
+    # answered) and writes the same round-2 file under the same name.
+    model = SuiteModel(load_suite("multi_speaker").cases)
+    waiting_round(folder_config(tmp_path))
+    (first,) = unanswered(tmp_path / "batches")
+    scripted_results(model, first)
+    state = tmp_path / "folder" / STATE_NAME
+    before = state.read_bytes()
+    resumed = folder_config(tmp_path, resume=str(tmp_path / "folder"), out=None, progress=True)
+    waiting_round(resumed)
+    (second,) = unanswered(tmp_path / "batches")
+    state.write_bytes(before)
+    capsys.readouterr()
+    waiting_round(resumed)
+    err = capsys.readouterr().err
+    assert "failed" not in err.replace("0 failed", "") and "ignored" not in err
+    assert unanswered(tmp_path / "batches") == [second]
+    assert len(list((tmp_path / "batches").glob(f"*{REQUESTS_SUFFIX}"))) == 2
+    _, summary, code, _ = finish(model, tmp_path)
+    assert code == 0 and summary.calls.batch["failed"] == 0
+    assert summary.calls.cache_hits == summary.calls.calls
