@@ -3,7 +3,8 @@ are an OpenAI Batch input file whose bodies are byte for byte what the openai pr
 sends (compared with a live run of the same calls against the loopback server); the file
 is answered by the loop docs/llm.md "Offline batches" gives (run here as the docs print it)
 and read back: extraction, then reconcile, then the judge; a hostile output file costs
-only its lines; a replay-only run then finds every answer in the cache."""
+only its lines; a replay-only run then finds every answer in the cache (rules E2: the
+requests are the real pipeline's; E6: answers cached under the exact request's key)."""
 
 import json
 import re
