@@ -18,6 +18,9 @@ class ExitCode(IntEnum):
     PROVIDER = 3
     #: A cache miss in replay-only mode.
     CACHE_MISS = 4
+    #: ``--batch-dir``: a round's requests were written to the batch folder and wait for
+    #: their answers; the message names the files and the command that continues.
+    BATCH_WAITING = 5
     #: Interrupted (SIGINT).
     INTERRUPTED = 130
 

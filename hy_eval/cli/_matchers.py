@@ -92,6 +92,14 @@ def cmd_matchers_evaluate(args: argparse.Namespace) -> int:
         pairs = [p for p in pairs if p.split == args.split]
         if not pairs:
             raise UserError(f"{args.file}: no pair of split {args.split!r}")
+    if args.batch_dir:
+        judge = _judge_by_folder(args, names, pairs)
+        if judge is None:
+            return ExitCode.BATCH_WAITING
+
+        def make_judge() -> Any:
+            return judge
+
     result = evaluate(pairs, decide_all(pairs, names, make_judge))
     echo(evaluation_text(result))
     if args.json:
@@ -109,6 +117,63 @@ def cmd_matchers_evaluate(args: argparse.Namespace) -> int:
         replace_file(Path(args.quality), json.dumps(quality, ensure_ascii=False, indent=1) + "\n")
         echo(f"wrote each matcher's precision and recall per language to {args.quality}")
     return ExitCode.OK
+
+
+def _judge_by_folder(args: argparse.Namespace, names: list[str], pairs: list[Any]) -> Any:
+    """``--batch-dir``: the judge's requests of all pairs written to the folder in one
+    round, their answers read back on the same command. The judge, answering from the
+    cache only, once every answer is in; ``None`` (said in one line) while requests wait."""
+    from pathlib import Path
+
+    from hy_eval.cli._serve import batch_dir_options
+    from hy_eval.harness.run import RunError, judge_pairs_by_folder
+    from hy_eval.harness.scoring import JudgeSettings, build_judge
+    from hy_eval.llm import ConfigError
+    from hy_eval.llm._batch_folder import OfflineProvider
+    from hy_eval.memory import PromptError
+
+    if "judge" not in names:
+        raise UserError("--batch-dir is for --matcher judge (the other matchers ask no model)")
+    options = batch_dir_options(args)  # nothing is sent: no key needed
+    try:
+        judge = build_judge(options, options.client(), JudgeSettings(variant=args.judge_variant))
+    except (ConfigError, PromptError) as exc:
+        raise UserError(f"judge: {exc}") from None
+    folder = Path(args.batch_dir)
+    judge.llm.provider = OfflineProvider(judge.llm.provider, folder)
+    asked = [(p.predicted, p.gold, p.lang) for p in pairs]
+    try:
+        judge_pairs_by_folder(judge, asked, folder, _evaluate_command(args))
+    except RunError as exc:
+        if exc.exit_code != ExitCode.BATCH_WAITING:
+            raise UserError(str(exc), exc.exit_code) from None
+        echo(f"hy-eval: {exc}", err=True)
+        return None
+    return judge
+
+
+def _evaluate_command(args: argparse.Namespace) -> str:
+    """The ``matchers evaluate`` command line that continues a ``--batch-dir`` round."""
+    import shlex
+
+    from hy_eval._redact import redact
+
+    parts = ["python", "run_eval.py", "matchers", "evaluate", args.file, "--matcher", args.matcher]
+    for flag, value in (
+        ("--split", args.split),
+        ("--judge-variant", None if args.judge_variant == "default" else args.judge_variant),
+        ("--json", args.json),
+        ("--quality", args.quality),
+        ("--provider", args.provider),
+        ("--model", args.model),
+        ("--base-url", args.base_url),
+        ("--structured", args.structured),
+        ("--cache", args.cache),
+        ("--batch-dir", args.batch_dir),
+    ):
+        if value:
+            parts += [flag, str(value)]
+    return redact(" ".join(shlex.quote(p) for p in parts))
 
 
 def cmd_matchers_draw(args: argparse.Namespace) -> int:
@@ -209,6 +274,13 @@ def register(sub: Any) -> None:
         "--quality",
         help="also write the precision and recall per language that runs report beside "
         "their fact metrics (datasets/matcher_pairs/quality.json)",
+    )
+    p.add_argument(
+        "--batch-dir",
+        metavar="DIR",
+        help="--matcher judge: write every pair's judge request to DIR as an OpenAI Batch "
+        "file (exit 5) and read the answers back on the same command (openai provider; "
+        'docs/llm.md, "Offline batches")',
     )
     add_model_flags(p)
     p.set_defaults(func=cmd_matchers_evaluate)

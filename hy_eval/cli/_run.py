@@ -42,7 +42,8 @@ def run_config(args: argparse.Namespace) -> RunConfig:
         prices=args.prices,
         progress=not args.quiet,
         **matcher_settings(args),
-        batch=args.batch,
+        batch=args.batch or args.batch_dir is not None,
+        batch_dir=args.batch_dir,
         batch_poll_interval=args.batch_poll_interval,
         batch_cancel_on_interrupt=args.batch_cancel_on_interrupt,
     )
@@ -101,6 +102,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     suite = _loaded_suite(args.suite)
     if suite is not None and suite.kind == "history":
         return cmd_history(args)
+    if args.batch_dir and (args.variants or args.models or args.systems or args.perturb):
+        # Each round ends the process and is continued by --resume of one run folder.
+        raise UserError(
+            "--batch-dir runs one suite run at a time (no --variants, --models, --systems "
+            "or --perturb): run each combination with an --out of its own"
+        )
     if args.variants or args.models or args.systems:
         return cmd_matrix(args)
     gates = _load_gates(args)  # a bad gates file fails before any model call
@@ -116,6 +123,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         if exc.exit_code == ExitCode.CACHE_MISS:
             hint = _miss_hint(args, config, exc.perturbation)
             raise UserError(f"{exc}. {hint}", exc.exit_code) from None
+        if exc.exit_code == ExitCode.BATCH_WAITING:
+            echo(f"hy-eval: {exc}", err=True)  # a step of the round loop, not an error
+            return ExitCode.BATCH_WAITING
         raise UserError(str(exc), exc.exit_code) from None
     echo(terminal_summary(summary, run_dir))
     _print_perturbations(summary)
@@ -318,6 +328,14 @@ def _add_batch_flags(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="send the requests through the vendor's batch endpoints first (half price, "
         "answers within 24 h; openai and anthropic; docs/llm.md)",
+    )
+    p.add_argument(
+        "--batch-dir",
+        metavar="DIR",
+        help="implies --batch: the batch vendor is the folder DIR: each round's requests are "
+        "written to it as an OpenAI Batch file (exit 5), answered by any tool (vllm "
+        "run-batch, ...) into DIR/<id>.results.jsonl, and read back by the command it prints "
+        '(openai provider; docs/llm.md, "Offline batches")',
     )
     p.add_argument(
         "--batch-poll-interval",

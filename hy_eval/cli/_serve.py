@@ -23,13 +23,33 @@ def _one_line_error(message: str) -> NoReturn:
     sys.exit(ExitCode.USAGE)
 
 
+def batch_dir_options(args: argparse.Namespace) -> Any:
+    """The model options of a command with ``--batch-dir`` (nothing is sent: a
+    placeholder key if none is given); a ``UserError`` for flags a folder cannot serve."""
+    import dataclasses
+
+    from hy_eval.harness.run import FOLDER_KEY
+
+    if args.provider != "openai":
+        raise UserError("--batch-dir writes OpenAI Batch files: it needs --provider openai")
+    if args.structured == "auto" or (args.structured is None and args.base_url):
+        raise UserError("--batch-dir asks no server, so none can be probed: give --structured")
+    if args.cache_mode != "read-write":
+        raise UserError("--batch-dir needs --cache-mode read-write (its answers go to the cache)")
+    options = model_options(args)
+    return options if options.api_key else dataclasses.replace(options, api_key=FOLDER_KEY)
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     from hy_eval.llm import EMBEDDING_MODEL, ConfigError, LLMServer, PriceTable
 
     if not 0 <= args.port <= 65535:
         raise UserError(f"--port must be from 0 to 65535 (got {args.port})")
-    options = model_options(args)
+    options = batch_dir_options(args) if args.batch_dir else model_options(args)
+    batch = None
     try:
+        if args.batch_dir:
+            batch = _batch_serve(options, args.batch_dir)
         server = LLMServer(
             options,
             host=args.host,
@@ -37,6 +57,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             allow_remote=args.allow_remote,
             prices=PriceTable.load(args.prices),
             log=lambda line: echo(line, err=True),
+            client=batch.client if batch is not None else None,
         )
     except ConfigError as exc:
         raise UserError(str(exc)) from None
@@ -60,9 +81,42 @@ def cmd_serve(args: argparse.Namespace) -> int:
         pass
     finally:
         signal.signal(signal.SIGTERM, previous)
+        waiting = batch.flush() if batch is not None else None  # before the cache closes
         summary = server.stop()
+        if batch is not None:
+            batch.close()
     echo(f"hy-eval serve: {summary.line()}", flush=True)
+    if waiting is not None:
+        echo(
+            f"hy-eval serve: {waiting.requests} "
+            f"request{' waits' if waiting.requests == 1 else 's wait'} in "
+            f"{', '.join(waiting.files)}; "
+            'answer them (docs/llm.md, "Offline batches"), then serve again with the same flags',
+            err=True,
+        )
+        return ExitCode.BATCH_WAITING
     return ExitCode.OK
+
+
+def _batch_serve(options: Any, folder: str) -> Any:
+    """Serve's cache-or-spool mode on ``folder``: the answers placed there read into the
+    cache first (its kept requests and batches in ``folder/.serve``)."""
+    from pathlib import Path
+
+    from hy_eval.llm._batch_serve import BatchServe
+
+    def say(line: str) -> None:
+        echo(f"hy-eval serve: batch {line}", err=True)
+
+    batch = BatchServe(options, Path(folder), Path(folder) / ".serve", say=say)
+    report = batch.collect()
+    if report.outcomes or report.ignored_count:
+        say(f"read the answers placed in {folder}: {report.line()}")
+        for key, outcome, reason in report.failures:
+            say(f"  {outcome}: request {key[:16]}: {reason} (kept to be asked again)")
+        for key, why in report.ignored:
+            say(f"  ignored output line (custom_id {key[:20]!r}): {why}")
+    return batch
 
 
 def register(sub: Any) -> None:
@@ -84,6 +138,13 @@ def register(sub: Any) -> None:
         "is then the only guard)",
     )
     p.add_argument("--prices", help="TOML file extending the price table")
+    p.add_argument(
+        "--batch-dir",
+        metavar="DIR",
+        help="answer from the cache only; every other call gets an error answer and is "
+        "written to DIR as an OpenAI Batch file when serve stops (exit 5); the answers "
+        "placed there are read the next time (openai provider; docs/llm.md)",
+    )
     add_model_flags(p)
     p.set_defaults(func=cmd_serve)
     _one_line_errors(p)

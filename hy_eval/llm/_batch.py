@@ -11,6 +11,11 @@ come) into the cache. Each batch id is written to the run folder's ``batches.jso
 resumes by polling the kept batches: a request in a kept batch is never submitted again.
 Requests that failed, expired or were cancelled are reported and left uncached: the
 normal run asks them interactively.
+
+An offline vendor (a folder, ``_batch_folder.py``) is not waited for: a round whose
+batches have no answers yet raises :class:`BatchesWaiting` (the process ends and a later
+one collects them), and a request whose answer failed is put in the next round's batch
+again, up to the client's retry limit, since no interactive call can follow.
 """
 
 from __future__ import annotations
@@ -60,6 +65,15 @@ class KeptBatch:
     status: str = "submitted"
     #: Requests per outcome once collected (succeeded, failed, expired, canceled).
     outcome: dict[str, int] = field(default_factory=dict)
+
+
+class BatchesWaiting(Exception):
+    """An offline vendor's batches have no answers yet: ``requests`` wait in ``files``."""
+
+    def __init__(self, requests: int, files: list[str]) -> None:
+        super().__init__(f"{requests} requests wait")
+        self.requests = requests
+        self.files = files
 
 
 class BatchStateError(ConfigError):
@@ -127,6 +141,10 @@ class BatchState:
         """Keys of every request ever submitted from this folder."""
         return {k for b in self.batches for k in b.keys}
 
+    def attempts(self) -> Counter[str]:
+        """How many batches each key was submitted in."""
+        return Counter(k for b in self.batches for k in b.keys)
+
     def totals(self) -> dict[str, int]:
         """Batches and requests of the folder, and the collected requests per outcome."""
         out: Counter[str] = Counter()
@@ -160,12 +178,17 @@ class RoundReport:
     submitted: int = 0
     outcomes: Counter[str] = field(default_factory=Counter)
     failures: list[tuple[str, str, str]] = field(default_factory=list)
+    #: Output lines that were no answer to a request of their batch (unreadable, an
+    #: unknown custom id, a second answer to one request): (custom id, why).
+    ignored: list[tuple[str, str]] = field(default_factory=list)
+    ignored_count: int = 0
 
     def line(self) -> str:
         o = self.outcomes
         return (
             f"{self.submitted} submitted; {o['succeeded']} answered, {o['failed']} failed, "
             f"{o['expired']} expired, {o['canceled']} cancelled"
+            + (f"; {self.ignored_count} output lines ignored" if self.ignored_count else "")
         )
 
 
@@ -218,7 +241,7 @@ class BatchEngine:
         """Submit the items no kept batch holds, then wait for every batch not yet
         collected (this round's and any a killed run left) and read their answers."""
         report = RoundReport()
-        known = self.state.known_keys()
+        known = self.settled_keys()
         new = (item for key, item in items.items() if key not in known)  # one at a time
         v = self.vendor
         for keys, lines in split_items(new, v.line, v.max_requests, v.max_bytes):
@@ -234,21 +257,53 @@ class BatchEngine:
         await self._wait(items, report, round_no)
         return report
 
+    @property
+    def offline(self) -> bool:
+        return bool(getattr(self.vendor, "offline", False))
+
+    @property
+    def max_attempts(self) -> int:
+        """Batches one request may go in with an offline vendor: the client's retries + 1."""
+        return self.llm.retry.max_retries + 1
+
+    def settled_keys(self) -> set[str]:
+        """Keys a round does not submit again: every key a batch held; with an offline
+        vendor only those of batches not yet collected and those whose attempts are spent
+        (an answered key is in the cache, so no round asks for it)."""
+        if not self.offline:
+            return self.state.known_keys()
+        pending = {k for b in self.state.pending() for k in b.keys}
+        spent = {k for k, n in self.state.attempts().items() if n >= self.max_attempts}
+        return pending | spent
+
+    async def collect_ended(
+        self, items: Mapping[str, BatchItem], report: RoundReport
+    ) -> dict[str, RemoteState]:
+        """Look at every batch not yet collected once and read the answers of those that
+        ended; each one's state."""
+        states: dict[str, RemoteState] = {}
+        for kept in self.state.pending():
+            st = await self._retrying(partial(self.vendor.state, kept.id))
+            states[kept.id] = st
+            if st.ended:
+                await self._collect(kept, items, report)
+        return states
+
     async def _wait(
         self, items: Mapping[str, BatchItem], report: RoundReport, round_no: int
     ) -> None:
         started = time.monotonic()
         while True:
-            states: dict[str, RemoteState] = {}
-            for kept in self.state.pending():
-                st = await self._retrying(partial(self.vendor.state, kept.id))
-                states[kept.id] = st
-                if st.ended:
-                    await self._collect(kept, items, report)
-            if states:
+            states = await self.collect_ended(items, report)
+            if states and not self.offline:
                 self.say(progress_line(round_no, states, time.monotonic() - started))
-            if not self.state.pending():
+            pending = self.state.pending()
+            if not pending:
                 return
+            if self.offline:
+                files = getattr(self.vendor, "requests_path", None)
+                names = [str(files(b.id)) if files else b.id for b in pending]
+                raise BatchesWaiting(sum(len(b.keys) for b in pending), names)
             await asyncio.sleep(self.poll_interval)
 
     async def _collect(
@@ -267,13 +322,34 @@ class BatchEngine:
                 report.failures.append((key, outcome, short_text(reason)))
 
         asked = self.llm.provider.model
+        check = getattr(self.vendor, "answer_problem", None)
+        seen: set[str] = set()
         async for result in self.vendor.results(kept.id):
             if result.key not in wanted:
-                continue  # not one of this batch's requests, or given twice, or unreadable
+                # Not one of this batch's requests, or given twice, or unreadable: no
+                # answer to anything, said in one line (a vendor's own files never hold one).
+                if result.key in seen:
+                    why = "a second answer to one request (the first counts)"
+                else:
+                    why = result.reason or "no request of this batch"
+                report.ignored_count += 1
+                if len(report.ignored) < FAILURES_SHOWN:
+                    report.ignored.append((result.key, short_text(why)))
+                continue
             wanted.discard(result.key)
+            seen.add(result.key)
             item = items.get(result.key)
+            problem = None
+            if item is not None and result.completion is not None and check is not None:
+                problem = check(item.request, result.completion)
             if result.outcome != "succeeded" or result.completion is None:
                 failed(result.key, result.outcome, result.reason)
+            elif problem is not None:
+                failed(result.key, "failed", problem)
+            elif item is None and cache.get(result.key) is not None:
+                # Read into the cache by a run killed before it marked this batch
+                # collected: answered already.
+                counts["succeeded"] += 1
             elif item is None:
                 # A request this run no longer makes (its suite or prompts changed).
                 failed(result.key, "failed", "not a request of this run")

@@ -1,7 +1,9 @@
 """A round's requests on disk, so that a batch run's memory does not grow with
 the number of cases: the collecting pass writes each request's cache key and the
-canonical JSON of its key fields; the engine reads them back one at a time, the request
-rebuilt from those fields (they hold everything that is sent)."""
+canonical JSON of its key fields, and the fields again in their own order; the engine
+reads them back one at a time, the request rebuilt from the fields in their own order
+(they hold everything that is sent), so that a batch line's body is byte for byte what
+the provider sends for the same call (the canonical JSON sorts every object's keys)."""
 
 from __future__ import annotations
 
@@ -35,14 +37,22 @@ def request_of(fields: Mapping[str, object]) -> Request:
 class RequestSpool(Mapping[str, BatchItem]):
     """Cache key -> :class:`BatchItem`, kept in a scratch SQLite file."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, fresh: bool = True) -> None:
+        """``fresh``: a scratch spool, emptied (a file a killed run left, of any form, is
+        rebuilt); else a kept one (serve's misses, ``_batch_serve.py``), written at once
+        and usable from the thread of serve's event loop."""
         self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
         private_db_file(path, follow=False)  # in a run folder: a link there is refused
-        self._db = sqlite3.connect(path)
-        self._db.execute("PRAGMA synchronous = OFF")
+        self._db = sqlite3.connect(path, check_same_thread=fresh)
+        if fresh:
+            self._db.execute("PRAGMA synchronous = OFF")
         with self._db:
+            if fresh:
+                self._db.execute("DROP TABLE IF EXISTS requests")
             self._db.execute(
-                "CREATE TABLE IF NOT EXISTS requests (key TEXT PRIMARY KEY, canonical TEXT)"
+                "CREATE TABLE IF NOT EXISTS requests "
+                "(key TEXT PRIMARY KEY, canonical TEXT, ordered TEXT)"
             )
 
     def reset(self) -> None:
@@ -50,15 +60,21 @@ class RequestSpool(Mapping[str, BatchItem]):
         with self._db:
             self._db.execute("DELETE FROM requests")
 
-    def add(self, key: str, canonical: str) -> None:
+    def add(self, key: str, canonical: str, fields: Mapping[str, object] | None = None) -> None:
+        """Keep a request: its key, canonical JSON and (for its order) its ``fields``."""
+        ordered = json.dumps(fields, ensure_ascii=False) if fields is not None else canonical
         with self._db:
-            self._db.execute("INSERT OR IGNORE INTO requests VALUES (?, ?)", (key, canonical))
+            self._db.execute(
+                "INSERT OR IGNORE INTO requests VALUES (?, ?, ?)", (key, canonical, ordered)
+            )
 
     def __getitem__(self, key: str) -> BatchItem:
-        row = self._db.execute("SELECT canonical FROM requests WHERE key = ?", (key,)).fetchone()
+        row = self._db.execute(
+            "SELECT canonical, ordered FROM requests WHERE key = ?", (key,)
+        ).fetchone()
         if row is None:
             raise KeyError(key)
-        fields = json.loads(row[0])
+        fields = json.loads(row[1])
         return BatchItem(key, fields, row[0], request_of(fields))
 
     def __iter__(self) -> Iterator[str]:

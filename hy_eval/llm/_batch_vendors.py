@@ -137,14 +137,7 @@ class OpenAIBatches:
         self._sdk = provider._openai
 
     def line(self, item: BatchItem) -> bytes:
-        from hy_eval.llm._openai import to_openai_request
-
-        p = self._provider
-        body = to_openai_request(item.request, p.model, p.structured)
-        if item.request.extra_body:
-            body.update(item.request.extra_body)
-        line = {"custom_id": item.key, "method": "POST", "url": "/v1/chat/completions"}
-        return _jsonl({**line, "body": body})
+        return openai_line(self._provider, item)
 
     async def submit(self, lines: list[bytes]) -> str:
         try:
@@ -198,45 +191,62 @@ class OpenAIBatches:
                 raise sdk_error("openai", self._sdk, exc) from None
 
     def _result(self, text: str) -> ItemResult:
-        """One output line's result. A line that is no JSON object, or whose parts have the
-        wrong shapes, is no result: its request is then missing from the output, failed,
-        and asked interactively."""
-        try:
-            line = json.loads(text)
-            if not isinstance(line, dict):
-                raise TypeError("not a JSON object")
-            return self._read(line)
-        except (TypeError, ValueError, AttributeError, RecursionError) as exc:
-            return ItemResult("", "failed", reason=f"unreadable output line: {exc}")
-
-    def _read(self, line: dict[str, Any]) -> ItemResult:
-        from hy_eval.llm._openai import completion_from_body
-
-        key = str(line.get("custom_id"))
-        error = line.get("error") or {}
-        response = line.get("response") or {}
-        if error:
-            code = str(error.get("code") or "")
-            outcome = {"batch_expired": "expired", "batch_cancelled": "canceled"}.get(
-                code, "failed"
-            )
-            return ItemResult(key, outcome, reason=f"{code}: {error.get('message')}")
-        status = response.get("status_code")
-        body = response.get("body")
-        if status != 200:
-            message = body.get("error", {}).get("message") if isinstance(body, dict) else body
-            return ItemResult(key, "failed", reason=f"HTTP {status}: {message}")
-        p = self._provider
-        try:
-            return ItemResult(key, "succeeded", completion_from_body(body, p.structured, p.model))
-        except Exception as exc:  # a malformed answer is this request's failure
-            return ItemResult(key, "failed", reason=str(exc))
+        return openai_result(text, self._provider)
 
     async def cancel(self, batch_id: str) -> None:
         try:
             await self._client.post(f"/batches/{batch_id}/cancel", cast_to=dict)
         except (self._sdk.APIError, ValueError) as exc:
             raise sdk_error("openai", self._sdk, exc) from None
+
+
+def openai_line(provider: Any, item: BatchItem) -> bytes:
+    """The OpenAI Batch input line of ``item``: its ``body`` is the one the openai provider
+    sends for that call (``to_openai_request`` and the request's extra body, as
+    ``OpenAIProvider.complete`` builds it), ``custom_id`` the cache key."""
+    from hy_eval.llm._openai import to_openai_request
+
+    body = to_openai_request(item.request, provider.model, provider.structured)
+    if item.request.extra_body:
+        body.update(item.request.extra_body)
+    line = {"custom_id": item.key, "method": "POST", "url": "/v1/chat/completions"}
+    return _jsonl({**line, "body": body})
+
+
+def openai_result(text: str, provider: Any) -> ItemResult:
+    """One OpenAI Batch output line's result, read in ``provider``'s structured mode. A
+    line that is no JSON object, or whose parts have the wrong shapes, is no result: its
+    request is then missing from the output, failed (and asked again)."""
+    try:
+        line = json.loads(text)
+        if not isinstance(line, dict):
+            raise TypeError("not a JSON object")
+        return _openai_read(line, provider)
+    except (TypeError, ValueError, AttributeError, RecursionError) as exc:
+        return ItemResult("", "failed", reason=f"unreadable output line: {exc}")
+
+
+def _openai_read(line: dict[str, Any], provider: Any) -> ItemResult:
+    from hy_eval.llm._openai import completion_from_body
+
+    key = str(line.get("custom_id"))
+    error = line.get("error") or {}
+    response = line.get("response") or {}
+    if error:
+        code = str(error.get("code") or "")
+        outcome = {"batch_expired": "expired", "batch_cancelled": "canceled"}.get(code, "failed")
+        return ItemResult(key, outcome, reason=f"{code}: {error.get('message')}")
+    status = response.get("status_code")
+    body = response.get("body")
+    if status != 200:
+        message = body.get("error", {}).get("message") if isinstance(body, dict) else body
+        return ItemResult(key, "failed", reason=f"HTTP {status}: {message}")
+    try:
+        return ItemResult(
+            key, "succeeded", completion_from_body(body, provider.structured, provider.model)
+        )
+    except Exception as exc:  # a malformed answer is this request's failure
+        return ItemResult(key, "failed", reason=str(exc))
 
 
 class AnthropicBatches:

@@ -40,6 +40,8 @@ class ServedRequest:
     body: Any
     #: The request's HTTP headers, names in lower case (a test checks the key sent).
     headers: dict[str, str] = field(default_factory=dict)
+    #: The request's body as its bytes came (a test compares them with batch files).
+    raw: bytes = b""
 
     @property
     def messages(self) -> list[dict[str, Any]]:
@@ -203,7 +205,7 @@ class LoopbackServer:
                 else:
                     with outer._lock:
                         headers = {k.lower(): v for k, v in self.headers.items()}
-                        req = ServedRequest(len(outer.requests), self.path, body, headers)
+                        req = ServedRequest(len(outer.requests), self.path, body, headers, raw)
                         outer.requests.append(req)
                     try:
                         reply = outer.script(req)

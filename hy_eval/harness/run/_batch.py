@@ -7,14 +7,25 @@ and the request is kept (``CollectingClient``). Round 1 so finds every case's ex
 request; once those answers are in the cache, round 2 finds the reconcile requests of
 the cases that need one (a case whose extraction found no fact makes none). The rounds
 go on until no case needs a request no batch has held. The requests and their cache keys
-are therefore exactly those the normal run makes.
+are therefore exactly those the normal run makes. With ``--matcher judge`` and a judge on
+the run's own model, the judge's requests are collected the same way once a case's
+pipeline answers are in the cache (all its pairs in one round).
+
+``--batch-dir DIR`` makes the vendor a folder (``llm/_batch_folder.py``): a round writes
+its requests as an OpenAI Batch file and the process ends with exit code 5, saying how
+many requests wait, where, and the command that continues; that command reads the
+answers placed in the folder and writes the next round's requests. Once every case's
+requests are answered (or their attempts spent) the normal run scores the cases from the
+cache, asking nothing.
 """
 
 from __future__ import annotations
 
 import asyncio
 import signal
-from collections.abc import Callable
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from hy_eval._exitcodes import ExitCode, InterruptedRun
 from hy_eval._redact import redact
@@ -22,9 +33,12 @@ from hy_eval._terminal import echo
 from hy_eval.harness.run._casestep import run_case
 from hy_eval.harness.run._config import RunConfig
 from hy_eval.harness.run._plan import RunError, RunPlan
+from hy_eval.harness.scoring import Judge
 from hy_eval.llm import Completion, ConfigError, LLMClient, PriceTable, ProviderError, Request
 from hy_eval.llm._base import short_text
-from hy_eval.llm._batch import STATE_NAME, BatchEngine, BatchState
+from hy_eval.llm._batch import STATE_NAME, BatchEngine, BatchesWaiting, BatchState, RoundReport
+from hy_eval.llm._batch_folder import FolderBatches
+from hy_eval.llm._batch_serve import ROUNDS_LIMIT, BatchServe
 from hy_eval.llm._batch_spool import SPOOL_NAME, RequestSpool
 from hy_eval.llm._cache import cache_key, canonical_json
 from hy_eval.memory import MemoryStore
@@ -52,7 +66,7 @@ class CollectingClient(LLMClient):
     async def _call_with_retries(self, request: Request) -> Completion:
         fields = self.key_fields(request)
         canonical = canonical_json(fields)
-        self.spool.add(cache_key(fields, canonical), canonical)
+        self.spool.add(cache_key(fields, canonical), canonical, fields)
         raise ProviderError("other", "answer left for a batch")
 
 
@@ -62,11 +76,13 @@ async def collect_requests(
     todo: dict[str, list[int]],
     llm: LLMClient,
     spool: RequestSpool,
+    judge: Judge | None = None,
 ) -> None:
     """Write to ``spool`` (emptied first) the requests the cases of ``todo`` would send
-    next."""
+    next; with ``judge`` (one asking ``llm``'s model) the judge's too."""
     spool.reset()
     client = CollectingClient(llm, spool)
+    collecting_judge = Judge(client, judge.prompts) if judge is not None else None
     store = MemoryStore()
     free = PriceTable({})
     for ref, text in plan.suite.iter_lines(set(todo)):
@@ -81,30 +97,52 @@ async def collect_requests(
                 repeat=repeat,
                 temperature=cfg.temperature,
                 store=store,
+                matcher="judge" if collecting_judge is not None else "strict",
+                judge=collecting_judge,
             )
 
 
 def fill_cache_by_batches(
-    cfg: RunConfig, plan: RunPlan, todo: dict[str, list[int]], resume: str, llm: LLMClient
+    cfg: RunConfig,
+    plan: RunPlan,
+    todo: dict[str, list[int]],
+    resume: str,
+    llm: LLMClient,
+    judge: Judge | None = None,
 ) -> dict[str, int]:
     """Run the batch rounds for ``todo``; return the folder's batch totals (for the
     summary's ``calls.batch``). On SIGINT leave the batches running (or cancel them with
-    ``--batch-cancel-on-interrupt``) and raise ``InterruptedRun`` (the user is told)."""
+    ``--batch-cancel-on-interrupt``) and raise ``InterruptedRun`` (the user is told). With
+    ``--batch-dir``, a round whose requests wait for answers is a ``RunError`` with exit
+    code 5 naming the files and the command that continues."""
     try:
         # A client of its own: its HTTP connections belong to this phase's event loop.
         batch_llm = cfg.model_options().client()
+        vendor = None
+        if cfg.batch_dir:
+            vendor = FolderBatches(batch_llm.provider, Path(cfg.batch_dir))
         engine = BatchEngine(
             batch_llm,
             BatchState(plan.run_dir / STATE_NAME),
             poll_interval=cfg.batch_poll_interval,
             say=_say if cfg.progress else None,
+            vendor=vendor,
         )
     except ConfigError as exc:
         raise RunError(str(exc)) from None
     if batch_llm.options != llm.options:
         raise RunError("--batch: the batch client's structured-output mode differs from the run's")
+    if judge is not None and judge.llm is not llm:
+        if cfg.batch_dir:
+            raise RunError(
+                "--batch-dir: the judge must be the run's own model (--judge-provider, "
+                "--judge-model and --judge-base-url left out): its requests go in the same files"
+            )
+        judge = None  # a judge of another model is asked interactively by the normal run
     try:
-        interrupted = asyncio.run(_rounds(cfg, plan, todo, engine))
+        interrupted = asyncio.run(_rounds(cfg, plan, todo, engine, judge))
+    except BatchesWaiting as exc:
+        raise waiting_error(exc, resume) from None
     except ProviderError as exc:
         # A refused key, a batch endpoint that answers nonsense: the run cannot go on
         # by batches. What was submitted is kept in batches.json for a resume.
@@ -129,7 +167,11 @@ def fill_cache_by_batches(
 
 
 async def _rounds(
-    cfg: RunConfig, plan: RunPlan, todo: dict[str, list[int]], engine: BatchEngine
+    cfg: RunConfig,
+    plan: RunPlan,
+    todo: dict[str, list[int]],
+    engine: BatchEngine,
+    judge: Judge | None = None,
 ) -> bool:
     """The rounds; True when SIGINT stopped them."""
     task = asyncio.current_task()
@@ -147,13 +189,11 @@ async def _rounds(
     spool = RequestSpool(plan.run_dir / SPOOL_NAME)
     try:
         for round_no in range(1, MAX_ROUNDS + 1):
-            await collect_requests(cfg, plan, todo, engine.llm, spool)
-            if not set(spool) - engine.state.known_keys() and not engine.state.pending():
+            await collect_requests(cfg, plan, todo, engine.llm, spool, judge)
+            if not set(spool) - engine.settled_keys() and not engine.state.pending():
                 break
             report = await engine.run_round(spool, round_no)
-            _say(f"round {round_no}: {report.line()}")
-            for key, outcome, reason in report.failures:
-                _say(f"  {outcome}: request {key[:16]}: {reason} (asked interactively next)")
+            _tell(engine, round_no, report)
     except asyncio.CancelledError:
         if not stopped:
             raise
@@ -168,6 +208,111 @@ async def _rounds(
         spool.close()
         await engine.llm.aclose()
     return stopped
+
+
+def waiting_error(exc: BatchesWaiting, command: str) -> RunError:
+    """The exit-5 error of requests waiting in a batch folder: how many, where, and the
+    one command that continues."""
+    more = f" and {len(exc.files) - 3} more" if len(exc.files) > 3 else ""
+    return RunError(
+        f"{exc.requests} request{' waits' if exc.requests == 1 else 's wait'} in "
+        f"{', '.join(exc.files[:3])}{more}; "
+        f'answer them (docs/llm.md, "Offline batches"), then run: {command}',
+        ExitCode.BATCH_WAITING,
+    )
+
+
+def start_batch_serve(cfg: RunConfig, run_dir: Path) -> BatchServe:
+    """``--batch-dir`` with an external system: the model server's client in serve's
+    cache-or-spool mode, its kept requests and batches in ``run_dir``, with the answers
+    placed in the batch folder since the last round read into the cache."""
+    assert cfg.batch_dir is not None
+    serve = BatchServe(cfg.model_options(), Path(cfg.batch_dir), run_dir, say=_say)
+    if serve.engine.state.pending():
+        _tell(serve.engine, serve.rounds, serve.collect())
+    return serve
+
+
+def case_waits(serve: BatchServe, spooled_before: int) -> bool:
+    """Whether a case that failed did so waiting for answers: a request was kept while
+    it ran (with cases at once, maybe another's: then it runs again next round, which
+    costs a run, never a record). After ``ROUNDS_LIMIT`` rounds no case waits any more."""
+    return serve.provider.misses > spooled_before and serve.rounds < ROUNDS_LIMIT
+
+
+def end_serve_round(serve: BatchServe, waiting: int, finished: int, command: str) -> None:
+    """Write the requests this round kept to the batch folder; while cases wait, the
+    exit-5 ``RunError`` saying how many finished, how many wait, and what to do."""
+    exc = serve.flush()
+    if waiting == 0:
+        if exc is not None:
+            _say(f"{exc.requests} requests wait in {', '.join(exc.files)} (no case waits)")
+        return
+    if exc is None:  # cannot be: a waiting case kept a request with attempts left
+        raise RunError(f"{waiting} cases wait, but no request is written; run again")
+    cases = f"{finished} case{'' if finished == 1 else 's'} finished, {waiting} wait"
+    if serve.rounds >= ROUNDS_LIMIT:
+        cases += (
+            f" (round {serve.rounds} of {ROUNDS_LIMIT}: the next records them as failed; "
+            "a case still waiting after many rounds sends requests that differ each time)"
+        )
+    error = waiting_error(exc, command)
+    raise RunError(f"{cases}; {error}", ExitCode.BATCH_WAITING)
+
+
+#: ``matchers evaluate --batch-dir``'s kept batches, in the batch folder itself.
+EVALUATE_STATE_NAME = "evaluate.batches.json"
+
+
+def judge_pairs_by_folder(
+    judge: Judge, pairs: Sequence[tuple[str, str, str]], folder: Path, command: str
+) -> None:
+    """``matchers evaluate --matcher judge --batch-dir``: the judge's request of every
+    (predicted, gold, lang) pair in one round written to ``folder``. Returns once every
+    answer is in the cache (or its attempts are spent); a ``RunError`` with exit code 5
+    while requests wait (``command`` continues)."""
+    llm = judge.llm
+    engine = BatchEngine(
+        llm,
+        BatchState(folder / EVALUATE_STATE_NAME),
+        say=_say,
+        vendor=FolderBatches(llm.provider, folder),
+    )
+
+    async def rounds() -> None:
+        with tempfile.TemporaryDirectory() as scratch:
+            spool = RequestSpool(Path(scratch) / SPOOL_NAME)
+            try:
+                for round_no in range(1, MAX_ROUNDS + 1):
+                    spool.reset()
+                    collecting = Judge(CollectingClient(llm, spool), judge.prompts)
+                    await asyncio.gather(*(collecting.same(p, g, lang) for p, g, lang in pairs))
+                    if not set(spool) - engine.settled_keys() and not engine.state.pending():
+                        return
+                    _tell(engine, round_no, await engine.run_round(spool, round_no))
+            finally:
+                spool.close()
+
+    try:
+        asyncio.run(rounds())
+    except BatchesWaiting as exc:
+        raise waiting_error(exc, command) from None
+
+
+def _tell(engine: BatchEngine, round_no: int, report: RoundReport) -> None:
+    """The round's line, one line per failed request and per output line ignored."""
+    _say(f"round {round_no}: {report.line()}")
+    attempts = engine.state.attempts()
+    for key, outcome, reason in report.failures:
+        if not engine.offline:
+            then = "asked interactively next"
+        elif attempts[key] < engine.max_attempts:
+            then = f"asked again next round, attempt {attempts[key] + 1} of {engine.max_attempts}"
+        else:
+            then = f"no attempt left of {engine.max_attempts}: its case fails"
+        _say(f"  {outcome}: request {key[:16]}: {reason} ({then})")
+    for key, why in report.ignored:
+        _say(f"  ignored output line (custom_id {key[:20]!r}): {why}")
 
 
 def _on_sigint(handler: Callable[[], None]) -> Callable[[], None]:

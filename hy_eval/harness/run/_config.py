@@ -36,7 +36,10 @@ KEPT_ON_RESUME = (
     "batch",
     "batch_poll_interval",
     "batch_cancel_on_interrupt",
+    "batch_dir",
 )
+#: The key of a ``--batch-dir`` run's openai provider, which sends nothing.
+FOLDER_KEY = "batch-dir-sends-nothing"
 #: Identity fields a resume takes from the manifest, with the case selection. No
 #: endpoint is among them: the pipeline's and the judge's provider, model and base URL
 #: come from the command line and must match the manifest (``endpoint_mismatch``).
@@ -150,6 +153,9 @@ class RunConfig(BaseModel):
     """Seconds between two polls of the batches."""
     batch_cancel_on_interrupt: bool = False
     """On Ctrl-C cancel the remote batches (default: leave them running, resumable)."""
+    batch_dir: str | None = None
+    """The batch vendor is this folder: each round's requests are written to it as an
+    OpenAI Batch file and their answers read back from it (``llm/_batch_folder.py``)."""
 
     @classmethod
     def of(cls, options: ModelOptions, **settings: Any) -> RunConfig:
@@ -164,8 +170,12 @@ class RunConfig(BaseModel):
         return max(600.0, 10 * self.timeout)
 
     def model_options(self) -> ModelOptions:
-        """The model this run asks (after a resume has taken the saved settings)."""
-        return ModelOptions(**{f.name: getattr(self, f.name) for f in fields(ModelOptions)})
+        """The model this run asks (after a resume has taken the saved settings). With
+        ``--batch-dir`` no request is sent, so no key is needed: a placeholder stands in."""
+        options = {f.name: getattr(self, f.name) for f in fields(ModelOptions)}
+        if self.batch_dir and self.provider == "openai" and not options["api_key"]:
+            options["api_key"] = FOLDER_KEY
+        return ModelOptions(**options)
 
     def judge_settings(self) -> JudgeSettings:
         """The judge's settings, for a ``--matcher judge`` run."""
@@ -203,6 +213,23 @@ class RunConfig(BaseModel):
                 f"params.{where} {first['msg'][0].lower()}{first['msg'][1:]} (got {got})"
             ) from None
 
+    def _batch_dir_problem(self) -> str | None:
+        if not self.batch:
+            return "--batch-dir goes with --batch"
+        if self.provider != "openai":
+            return (
+                "--batch-dir writes OpenAI Batch files: it needs --provider openai "
+                f"(got {self.provider})"
+            )
+        if self.structured in (None, "auto") and self.base_url:
+            return (
+                "--batch-dir asks no server, so none can be probed: give --structured MODE "
+                "(json_schema for vLLM and OpenAI)"
+            )
+        if self.structured == "auto":
+            return "--batch-dir asks no server, so none can be probed: give --structured MODE"
+        return None
+
     def problem(self) -> str | None:
         """A one-line problem with the run's numbers and choices, or ``None``: the run's
         own flags here, the model flags by ``ModelOptions.problem`` (one check a flag)."""
@@ -226,12 +253,19 @@ class RunConfig(BaseModel):
             is_number(self.case_timeout) and 0 < self.case_timeout < float("inf")
         ):
             return f"--case-timeout must be a number of seconds above 0 (got {self.case_timeout!r})"
+        if self.batch_dir is not None:
+            problem = self._batch_dir_problem()
+            if problem:
+                return problem
         if not self.batch_poll_interval > 0:
             return f"--batch-poll-interval must be above 0 (got {self.batch_poll_interval!r})"
         if self.system not in SYSTEM_NAMES:
             return f"--system must be one of {', '.join(SYSTEM_NAMES)} (got {self.system!r})"
-        if self.system != "hy_eval" and self.batch:
-            return f"--batch runs this package's pipeline only (got --system {self.system})"
+        if self.system != "hy_eval" and self.batch and not self.batch_dir:
+            return (
+                f"--batch runs this package's pipeline only (got --system {self.system}); "
+                "--batch-dir DIR runs an external system in rounds"
+            )
         if self.matcher not in MATCHERS:
             return f"--matcher must be one of {', '.join(MATCHERS)} (got {self.matcher!r})"
         return self.model_options().problem()

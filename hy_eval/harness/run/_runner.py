@@ -20,7 +20,13 @@ from hy_eval._redact import redact_tree
 from hy_eval._terminal import echo
 from hy_eval.harness.datasets import CaseRef, DatasetError, Suite
 from hy_eval.harness.report import write_reports
-from hy_eval.harness.run._batch import BATCH_PRICE_FACTOR, fill_cache_by_batches
+from hy_eval.harness.run._batch import (
+    BATCH_PRICE_FACTOR,
+    case_waits,
+    end_serve_round,
+    fill_cache_by_batches,
+    start_batch_serve,
+)
 from hy_eval.harness.run._casestep import run_case
 from hy_eval.harness.run._config import RunConfig
 from hy_eval.harness.run._folder import FolderLock, lock_folder, model_mismatch, resume_command
@@ -61,6 +67,8 @@ from hy_eval.llm import (
     Usage,
 )
 from hy_eval.llm._machine import machine_info
+from hy_eval.llm._batch_folder import OfflineProvider
+from hy_eval.llm._batch_serve import BatchServe
 from hy_eval.memory import PromptLibrary
 from hy_eval.memory._prompts import PromptError
 
@@ -93,6 +101,10 @@ class Runner:
         self._reuse_read = False
         self._identity = ""
         self._external: ExternalRun | None = None
+        #: ``--batch-dir`` with an external system: serve's cache-or-spool mode.
+        self._batch_serve: BatchServe | None = None
+        #: Cases of this round whose model calls wait in the batch folder (no record).
+        self.cases_waiting = 0
         #: Case records taken whole from the result cache in this run.
         self.records_reused = 0
         #: With ``--batch``: the run folder's batch totals (``calls.batch``).
@@ -117,6 +129,9 @@ class Runner:
             )
             raise RunError(str(mismatch))
         llm = self._build_client()
+        if cfg.batch_dir:
+            # Answers come from the batch folder only: a miss is an error, never a call.
+            llm.provider = OfflineProvider(llm.provider, Path(cfg.batch_dir))
         self.llm = llm
         if previous is not None:
             p = llm.provider
@@ -256,9 +271,9 @@ class Runner:
             if pending:
                 todo[ref.id] = pending
         self._announce(plan, llm, len(done))
-        if cfg.batch and todo:
+        if cfg.batch and todo and cfg.system == "hy_eval":
             resume = resume_command(plan.run_dir, manifest)
-            self.batch_totals = fill_cache_by_batches(cfg, plan, todo, resume, llm)
+            self.batch_totals = fill_cache_by_batches(cfg, plan, todo, resume, llm, self.judge)
         summary = self._execute(plan, todo, llm, prices, manifest, len(done))
         manifest.finished = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
         write_manifest(plan.run_dir, manifest)
@@ -308,6 +323,9 @@ class Runner:
                 asyncio.run(
                     self._run_cases(plan.suite, todo, llm, plan.prompts, prices, records, done)
                 )
+                if self._batch_serve is not None:
+                    finished = len(repair_records(records))
+                    end_serve_round(self._batch_serve, self.cases_waiting, finished, resume)
             except CacheMiss as exc:
                 miss = exc
             except DatasetError as exc:
@@ -352,6 +370,8 @@ class Runner:
         finally:
             if self._external is not None:
                 self._external.stop()
+            if self._batch_serve is not None:
+                self._batch_serve.close()
             if self._reuse is not None:
                 self._reuse.close()
         if miss is not None:
@@ -428,12 +448,18 @@ class Runner:
                 progress.start(label)
                 progress.draw()
                 reused = self.records_reused
+                spooled = self._batch_serve.provider.misses if self._batch_serve else 0
                 try:
                     line, error = await self._case_line(suite, item, llm, prompts, prices, system)
                 except RunStopped:
                     if stop.is_set():  # interrupted: no record, a resume runs the case
                         return
                     raise
+                if error and self._batch_serve and case_waits(self._batch_serve, spooled):
+                    # Its model calls wait in the batch folder: the next round runs it.
+                    self.cases_waiting += 1
+                    progress.finish(label, error, reused=False)
+                    continue
                 writer.write_line(line)
                 progress.finish(label, error, reused=self.records_reused > reused)
                 progress.draw()
@@ -467,12 +493,15 @@ class Runner:
         if cfg.system == "hy_eval":
             return None
         try:
+            if cfg.batch_dir:
+                self._batch_serve = start_batch_serve(cfg, plan.run_dir)
             return ExternalRun(
                 cfg.system,
                 cfg.model_options(),
                 prices,
                 plan.run_dir / "system",
                 case_timeout=cfg.worker_case_timeout(),
+                client=self._batch_serve.client if self._batch_serve else None,
             )
         except (SystemInstallError, ConfigError) as exc:
             raise SystemUnavailable(str(exc)) from None

@@ -111,6 +111,9 @@ class RunParams(BaseModel):
     batch_cancel_on_interrupt: bool | None = Field(
         default=None, description="Batches cancelled on Ctrl-C."
     )
+    batch_dir: str | None = Field(
+        default=None, description="The folder the batch files were written to and read from."
+    )
 
     def saved(self) -> dict[str, Any]:
         """The settings the manifest holds, as written (none it does not name)."""

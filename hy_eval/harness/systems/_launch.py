@@ -9,7 +9,7 @@ from typing import Any
 
 from hy_eval.harness.systems._external import ExternalSystem, WorkerSettings
 from hy_eval.harness.systems._venv import ensure_venv
-from hy_eval.llm import EMBEDDING_MODEL, LLMServer, ModelOptions, PriceTable, Usage
+from hy_eval.llm import EMBEDDING_MODEL, LLMClient, LLMServer, ModelOptions, PriceTable, Usage
 
 
 class ExternalRun:
@@ -25,10 +25,12 @@ class ExternalRun:
         workdir: Path,
         *,
         case_timeout: float,
+        client: LLMClient | None = None,
     ) -> None:
         python = ensure_venv(name)
         self.prices = prices
-        self.server = LLMServer(options, prices=prices).start()
+        # ``client``: a client of the caller's (``--batch-dir``: serve's cache-or-spool mode).
+        self.server = LLMServer(options, prices=prices, client=client).start()
         self._counted = Usage()
         self.settings = WorkerSettings(
             name,
