@@ -15,8 +15,8 @@ For each run's ratio R = sum(num) / sum(den) over the cases that count:
   (a design effect; capped at the counted units, and the number of cases where R is 0 or
   1 or nothing varies: the cautious end). That variance is estimated from the cases, so
   its Wilson interval takes Student's t quantile on cases - 1 degrees of freedom instead
-  of the normal one (``_t_quantile``): with the normal quantile, attribution_accuracy's
-  interval covered 91% on 10 cases drawn from the baseline's (94% with t);
+  of the normal one (``_t_quantile``): on a handful of cases the variance is itself
+  uncertain, and the normal quantile undercovered attribution_accuracy there;
 - Wilson's score interval [l, u] of R on n units;
 - phi, the correlation of A's and B's residuals over the cases (0 when either side does
   not vary, as Newcombe sets it). With one unit a case it is the phi coefficient of the
@@ -28,8 +28,9 @@ Then, with D = R_B - R_A:
     upper = D + sqrt((u_B - R_B)^2 - 2 phi (u_B - R_B)(R_A - l_A) + (R_A - l_A)^2)
 
 Unlike the percentile bootstrap it has width where a run is at 0 or 1 and on a handful of
-cases (the bootstrap gave [0, 0] in 62% of 10-case runs of 1.0 against 0.95), and it
-needs no resampling. docs/metrics.md ("Comparing two runs") gives its measured coverage.
+cases (the bootstrap gave [0, 0] in 62% of 10-case runs of 1.0 against 0.95,
+``benchmarks/bench_paired_ci.py``), and it needs no resampling. docs/metrics.md ("The
+paired interval") gives its measured coverage.
 
 Every function works on arrays whose first axis is the cases and whose other axes are
 anything (metrics, simulated repetitions): one call does them all.
