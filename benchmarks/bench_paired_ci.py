@@ -35,6 +35,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -63,7 +64,7 @@ BERNOULLI = [
 CLUSTERED = ("fact_recall", "attribution_accuracy", "misattribution_rate")
 
 
-def _simulator():  # type: ignore[no-untyped-def]
+def _simulator() -> Any:
     """``tests/harness/simulated_runs.py`` of this checkout, whatever ``--code`` says."""
     import importlib.util
 
@@ -85,7 +86,7 @@ def _one(a_num, a_den, b_num, b_den, true: float) -> tuple[bool, bool, bool, flo
     return bool(lo - 1e-12 <= true <= hi + 1e-12), zero, zero and differ, float(hi - lo)
 
 
-def bernoulli(n: int, pa: float, pb: float) -> Callable[[np.random.Generator], tuple]:
+def bernoulli(n: int, pa: float, pb: float) -> Callable[[np.random.Generator], tuple[Any, ...]]:
     ones = np.ones(n)
 
     def rep(r: np.random.Generator) -> tuple[bool, bool, bool, float]:
@@ -96,7 +97,7 @@ def bernoulli(n: int, pa: float, pb: float) -> Callable[[np.random.Generator], t
     return rep
 
 
-def clustered(metric: str, n: int) -> Callable[[np.random.Generator], tuple]:
+def clustered(metric: str, n: int) -> Callable[[np.random.Generator], tuple[Any, ...]]:
     sim = _simulator()
     base = sim.baseline_process()
     worse = base.shifted(metric, 0.05)
@@ -175,7 +176,7 @@ def main() -> None:
             continue
         rng = np.random.default_rng(4200 + i)
         start = time.perf_counter()
-        rows = np.array([np.atleast_1d(fn(rng)) for _ in range(args.reps)], dtype=float)
+        rows = np.array([np.atleast_1d(fn(rng)) for _ in range(args.reps)], dtype=float)  # type: ignore[call-overload, type-var]
         if rows.shape[1] == 4:
             cover, zero, zero_differ, width = rows.mean(0)
             se = np.sqrt(cover * (1 - cover) / args.reps)

@@ -22,7 +22,11 @@ import numpy as np
 
 from hy_eval.harness.analysis._aggregate import RecordRows, case_counts, case_table
 from hy_eval.harness.analysis._outputs_diff import structural_diff
-from hy_eval.harness.analysis._paired_ci import bounds_at, paired_parts, worse_beyond_p
+from hy_eval.harness.analysis._paired_ci import (
+    paired_parts,
+    paired_score_interval,
+    worse_beyond_p,
+)
 from hy_eval.harness.analysis._stats import (
     BOOTSTRAP_SAMPLES,
     SEED,
@@ -175,13 +179,6 @@ def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     return out
 
 
-def paired_interval(ps: PairedSample, level: float) -> np.ndarray:
-    """(2 x metrics): the lower and upper bounds of the paired score CI of B - A at
-    ``level`` (``_paired_ci``), NaN for a metric no shared case counts for."""
-    z = z_quantile(1 - (1 - level) / 2)
-    return np.array(bounds_at(paired_parts(ps.a_num, ps.a_den, ps.b_num, ps.b_den), z))
-
-
 def permutation_differences(ps: PairedSample, samples: int, seed: int) -> np.ndarray:
     """(samples x metrics) B - A with A and B swapped at random within each case: the
     distribution of the difference when both runs come from one process (the null of
@@ -290,7 +287,7 @@ def _metric_entries(
     perm = permutation_differences(ps, samples, seed)
     se = paired_se(ps)
     z_mde = z_quantile(1 - alpha / 2) + Z_80
-    bounds = paired_interval(ps, level)
+    bounds = np.array(paired_score_interval(ps.a_num, ps.a_den, ps.b_num, ps.b_den, level))
     exact = exact or {}
     out: dict[str, dict[str, Any]] = {}
     for j, m in enumerate(names):
@@ -435,7 +432,11 @@ def compare(
             "matcher": matchers,
             "metrics_tested": len(tested),
             "metrics": metrics,
-            "mcnemar": {"fixed": len(fixed), "broken": len(broken), "p_value": cp["p_value"]},
+            "mcnemar": {
+                "fixed": len(fixed),
+                "broken": len(broken),
+                "p_value": exact["case_pass"][0],
+            },
             "mde_case_pass": cp.get("mde"),
             "flipped_count": len(flips),
             "flipped": flips,

@@ -4,7 +4,7 @@ page's "where B differs" tables).
 Each group's B - A is computed as ``compare`` computes it over all cases: the shared
 cases of the group, each compared with itself, a case counting for a metric only when it
 has something to check there in both runs, and the paired score CI ``compare`` gives
-(``paired_interval``). No p-value is given per group: with tens of groups some would fall
+(``paired_score_interval``). No p-value is given per group: with tens of groups some would fall
 under 0.05 by chance alone, and the CI says how far each difference is known.
 """
 
@@ -17,9 +17,9 @@ import numpy as np
 
 from hy_eval.harness.analysis._compare import (
     RunOutcomes,
-    paired_interval,
     paired_sample,
 )
+from hy_eval.harness.analysis._paired_ci import paired_score_interval
 
 #: The group kinds, in the order the page shows them.
 GROUP_KEYS = ("lang", "rule", "tag")
@@ -73,7 +73,7 @@ def _group(
 ) -> dict[str, Any]:
     """One group's entry (see ``group_differences``)."""
     ps = paired_sample(ca[..., 0], ca[..., 1], cb[..., 0], cb[..., 1], ids)
-    bounds = paired_interval(ps, level)
+    bounds = np.array(paired_score_interval(ps.a_num, ps.a_den, ps.b_num, ps.b_den, level))
     entries: dict[str, Any] = {}
     for j, m in enumerate(metrics):
         n = int(ps.kept[:, j].sum())
