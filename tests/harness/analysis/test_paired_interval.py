@@ -64,7 +64,7 @@ def test_paired_interval_is_not_wider_where_the_bootstrap_was_right():
 
 
 @pytest.mark.parametrize("metric", ["fact_recall", "attribution_accuracy", "misattribution_rate"])
-@pytest.mark.parametrize("n", [10, 30, 100, 457])
+@pytest.mark.parametrize("n", [2, 5, 10, 30, 100, 457])
 def test_paired_interval_covers_ratios_with_per_case_denominators(metric, n):
     # Cases drawn from the committed baseline's with their own denominators (facts of a
     # case share its rate: clustered), B worse by 0.05 (simulated_runs.py's process).
@@ -86,7 +86,8 @@ def test_paired_interval_covers_ratios_with_per_case_denominators(metric, n):
 
 def test_one_unit_a_case_is_newcombes_method_10_by_hand():
     # A 2 x 2 table: both pass 12, A only 2, B only 8, neither 3; n = 25. A = 14/25,
-    # B = 20/25, phi the table's (ad - bc) / sqrt of its margins' product, computed by hand.
+    # B = 20/25, phi the table's (ad - bc) / sqrt of its margins' product, computed by hand
+    # and shrunk by (n - 2) / n (_paired_ci's docstring).
     pairs = [(1, 1)] * 12 + [(1, 0)] * 2 + [(0, 1)] * 8 + [(0, 0)] * 3
     a = np.array([p[0] for p in pairs], float)
     b = np.array([p[1] for p in pairs], float)
@@ -94,7 +95,7 @@ def test_one_unit_a_case_is_newcombes_method_10_by_hand():
     lo, hi = paired_score_interval(a, ones, b, ones)
     la, ua = wilson_interval(14 / 25, 25)
     lb, ub = wilson_interval(20 / 25, 25)
-    phi = (12 * 3 - 2 * 8) / np.sqrt(14 * 11 * 20 * 5)
+    phi = (12 * 3 - 2 * 8) / np.sqrt(14 * 11 * 20 * 5) * 23 / 25  # shrunk by (n - 2) / n
     d = 20 / 25 - 14 / 25
     x, y = 0.8 - lb, ua - 0.56
     assert lo == pytest.approx(d - np.sqrt(x * x - 2 * phi * x * y + y * y))
