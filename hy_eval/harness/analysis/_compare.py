@@ -1,17 +1,18 @@
 """Paired comparison of two runs on the same case ids (rule E4).
 
-For each metric: the difference B - A with a paired bootstrap CI (cases resampled
-jointly, so each case is compared with itself), a paired permutation p-value (A and B
-swapped at random within cases), Holm's correction across the metrics, the minimum
-detectable effect at 80% power, and the cases that got worse on it. For ``case_pass``:
-McNemar's exact test on the discordant cases. docs/metrics.md states the procedures and
-their measured error rates.
+For each metric: the difference B - A with a paired score CI (``_paired_ci``: Newcombe's
+interval for paired proportions, extended to ratios with per-case denominators; each case
+is compared with itself), a paired permutation p-value (A and B swapped at random within
+cases), Holm's correction across the metrics, the minimum detectable effect at 80% power,
+and the cases that got worse on it. For ``case_pass``: McNemar's exact test on the
+discordant cases. The CI is widened to 0 where the metric's own test does not reject "no
+change" at its level, so the two never contradict. docs/metrics.md states the procedures
+and their measured error rates.
 """
 
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,12 +22,16 @@ import numpy as np
 
 from hy_eval.harness.analysis._aggregate import RecordRows, case_counts, case_table
 from hy_eval.harness.analysis._outputs_diff import structural_diff
+from hy_eval.harness.analysis._paired_ci import (
+    paired_parts,
+    paired_score_interval,
+    worse_beyond_p,
+)
 from hy_eval.harness.analysis._stats import (
     BOOTSTRAP_SAMPLES,
     SEED,
     Z_80,
     _one_blas_thread,
-    _resampled_sums,
     holm,
     mcnemar_exact,
     mcnemar_one_sided,
@@ -173,25 +178,17 @@ def paired_sample(
 
 
 def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
-    """num / den where den > 0, NaN elsewhere (a resample with nothing to check)."""
+    """num / den where den > 0, NaN elsewhere (an arrangement with nothing to check)."""
     out = np.full(np.broadcast(num, den).shape, np.nan)
     np.divide(num, den, out=out, where=den > 0)
     return out
-
-
-def bootstrap_differences(ps: PairedSample, samples: int, seed: int) -> np.ndarray:
-    """(samples x metrics) B - A over cases resampled jointly (each case paired with itself)."""
-    sums = _resampled_sums(np.hstack([ps.b_num, ps.b_den, ps.a_num, ps.a_den]), samples, seed)
-    b_num, b_den, a_num, a_den = np.split(sums, 4, axis=1)
-    diff: np.ndarray = _ratio(b_num, b_den) - _ratio(a_num, a_den)
-    return diff
 
 
 def permutation_differences(ps: PairedSample, samples: int, seed: int) -> np.ndarray:
     """(samples x metrics) B - A with A and B swapped at random within each case: the
     distribution of the difference when both runs come from one process (the null of
     "no change"), which is valid at any n, also with few discordant cases where the
-    bootstrap is too sure of itself."""
+    bootstrap was too sure of itself."""
     rng = np.random.default_rng(seed + 1)
     n = len(ps.ids)
     d_num, d_den = ps.a_num - ps.b_num, ps.a_den - ps.b_den
@@ -228,8 +225,9 @@ def paired_difference(
     seed: int = SEED,
     level: float = 0.95,
 ) -> dict[str, Any]:
-    """B - A for one ratio metric: a paired percentile bootstrap CI over cases and a
-    two-sided paired permutation p-value; see :func:`compare`."""
+    """B - A for one ratio metric: the paired score CI (``_paired_ci``; widened to 0 where
+    the permutation test does not reject at ``1 - level``) and a two-sided paired
+    permutation p-value; see :func:`compare`."""
     ps = paired_sample(a_num, a_den, b_num, b_den, [str(i) for i in range(len(a_num))])
     return _metric_entries(ps, ["m"], samples=samples, seed=seed, level=level)["m"]
 
@@ -256,17 +254,20 @@ def paired_se(ps: PairedSample) -> np.ndarray:
     return out
 
 
-def _worse_test(worse: float, null: np.ndarray, boot: np.ndarray, limit: float) -> dict[str, Any]:
-    """One-sided test of "worse by more than ``limit``" (``worse`` oriented so that
-    positive is worse). With ``limit == 0`` the null is "no change" and the permutation
+def _worse_test(
+    worse: float, null: np.ndarray, ps: PairedSample, j: int, sign: float, limit: float
+) -> dict[str, Any]:
+    """One-sided test of "worse by more than ``limit``" (``worse`` = ``sign`` x (B - A),
+    positive when worse). With ``limit == 0`` the null is "no change" and the permutation
     distribution tests it exactly; with ``limit > 0`` it is "worse by at most ``limit``",
-    tested by inverting the bootstrap: p is the share of resamples no worse than the
-    limit, so p < alpha exactly when the one-sided (1 - alpha) bound exceeds the limit."""
+    tested by inverting the paired score interval (``worse_beyond_p``): p < alpha exactly
+    when the one-sided (1 - alpha) bound of the worsening exceeds the limit."""
     if limit == 0:
         return {"limit": 0.0, "p": _tail_p(null, worse), "method": "permutation", "samples": None}
-    boot = boot[~np.isnan(boot)]
-    p = float(np.mean(boot <= limit)) if len(boot) else 1.0
-    return {"limit": limit, "p": p, "method": "bootstrap", "samples": len(boot)}
+    col = slice(j, j + 1)
+    parts = paired_parts(ps.a_num[:, col], ps.a_den[:, col], ps.b_num[:, col], ps.b_den[:, col])
+    p = float(worse_beyond_p(parts, sign, limit)[0])
+    return {"limit": limit, "p": p, "method": "score", "samples": None}
 
 
 def _metric_entries(
@@ -278,19 +279,21 @@ def _metric_entries(
     level: float,
     alpha: float = 0.05,
     limits: Mapping[str, float] | None = None,
+    exact: Mapping[str, tuple[float, float]] | None = None,
 ) -> dict[str, dict[str, Any]]:
-    """Per metric: A, B, B - A with its bootstrap CI at ``level``, the two-sided
+    """Per metric: A, B, B - A with its paired score CI at ``level``, the two-sided
     permutation p-value, the paired SE and the minimum detectable effect (80% power,
     two-sided ``alpha``), the cases that got worse, and for metrics in ``limits`` the
-    one-sided test of a drop (or rise) beyond the limit."""
-    boot = bootstrap_differences(ps, samples, seed)
+    one-sided test of a drop (or rise) beyond the limit. ``exact`` (metric -> two-sided
+    p, one-sided p of "worse") replaces the permutation test where an exact one exists
+    (McNemar's for ``case_pass``). The CI is widened to include 0 where the metric's
+    two-sided p is at least ``1 - level``: the test at that level does not reject "no
+    change", so neither does the interval (docs/metrics.md)."""
     perm = permutation_differences(ps, samples, seed)
     se = paired_se(ps)
     z_mde = z_quantile(1 - alpha / 2) + Z_80
-    tail = (1 - level) / 2
-    with warnings.catch_warnings():  # a metric no resample has is an all-NaN column
-        warnings.simplefilter("ignore", RuntimeWarning)
-        bounds = np.nanquantile(boot, [tail, 1 - tail], axis=0)
+    bounds = np.array(paired_score_interval(ps.a_num, ps.a_den, ps.b_num, ps.b_den, level))
+    exact = exact or {}
     out: dict[str, dict[str, Any]] = {}
     for j, m in enumerate(names):
         higher = m in ACCURACY_METRICS
@@ -311,6 +314,9 @@ def _metric_entries(
         lo, hi = bounds[:, j]
         sign = -1.0 if higher else 1.0  # worse = sign * (B - A)
         p_two = 2 * min(_tail_p(perm[:, j], b - a), _tail_p(-perm[:, j], a - b))
+        p_two = exact[m][0] if m in exact else min(1.0, p_two)
+        if p_two >= 1 - level - 1e-12:  # the test keeps "no change": so does the CI
+            lo, hi = min(lo, 0.0), max(hi, 0.0)
         per_case = ps.b_num[kept, j] / ps.b_den[kept, j] - ps.a_num[kept, j] / ps.a_den[kept, j]
         entry: dict[str, Any] = {
             "a": a,
@@ -319,7 +325,7 @@ def _metric_entries(
             "ci": [float(lo), float(hi)],
             "ci_level": level,
             "n": len(kept),
-            "p_value": min(1.0, p_two),
+            "p_value": p_two,
             "se": None if np.isnan(se[j]) else float(se[j]),
             "mde": None if np.isnan(se[j]) else float(z_mde * se[j]),
             "higher_is_better": higher,
@@ -328,8 +334,10 @@ def _metric_entries(
         }
         if limits is not None and m in limits:
             entry["worse_test"] = _worse_test(
-                sign * (b - a), sign * perm[:, j], sign * boot[:, j], limits[m]
+                sign * (b - a), sign * perm[:, j], ps, j, sign, limits[m]
             )
+            if m in exact and limits[m] == 0:
+                entry["worse_test"].update(p=exact[m][1], method="McNemar")
         out[m] = entry
     return out
 
@@ -384,16 +392,26 @@ def compare(
     ca, cb = _counts_array(a, ids), _counts_array(b, ids)
     ps = paired_sample(ca[..., 0], ca[..., 1], cb[..., 0], cb[..., 1], ids)
     level = 1 - alpha if level is None else level
-    metrics = _metric_entries(
-        ps, METRICS, samples=samples, seed=seed, level=level, alpha=alpha, limits=limits
-    )
     fixed = [i for i in ids if not a.passed[i] and b.passed[i]]
     broken = [i for i in ids if a.passed[i] and not b.passed[i]]
     broken_set = set(broken)
+    exact = {
+        "case_pass": (
+            mcnemar_exact(len(fixed), len(broken)),
+            mcnemar_one_sided(len(fixed), len(broken)),
+        )
+    }
+    metrics = _metric_entries(
+        ps,
+        METRICS,
+        samples=samples,
+        seed=seed,
+        level=level,
+        alpha=alpha,
+        limits=limits,
+        exact=exact,
+    )
     cp = metrics["case_pass"]
-    cp["p_value"] = mcnemar_exact(len(fixed), len(broken))
-    if cp.get("worse_test", {}).get("limit") == 0.0:
-        cp["worse_test"].update(p=mcnemar_one_sided(len(fixed), len(broken)), method="McNemar")
     tested = _adjust(metrics, alpha)
     own_a, own_b = own_values(a), own_values(b)
     for m, e in metrics.items():
@@ -419,7 +437,11 @@ def compare(
             "matcher": matchers,
             "metrics_tested": len(tested),
             "metrics": metrics,
-            "mcnemar": {"fixed": len(fixed), "broken": len(broken), "p_value": cp["p_value"]},
+            "mcnemar": {
+                "fixed": len(fixed),
+                "broken": len(broken),
+                "p_value": exact["case_pass"][0],
+            },
             "mde_case_pass": cp.get("mde"),
             "flipped_count": len(flips),
             "flipped": flips,

@@ -3,15 +3,13 @@ page's "where B differs" tables).
 
 Each group's B - A is computed as ``compare`` computes it over all cases: the shared
 cases of the group, each compared with itself, a case counting for a metric only when it
-has something to check there in both runs, and a paired percentile bootstrap CI with
-cases resampled jointly (``bootstrap_differences``). No p-value is given per group: with
-tens of groups some would fall under 0.05 by chance alone, and the CI says how far each
-difference is known.
+has something to check there in both runs, and the paired score CI ``compare`` gives
+(``paired_score_interval``). No p-value is given per group: with tens of groups some would fall
+under 0.05 by chance alone, and the CI says how far each difference is known.
 """
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,10 +17,9 @@ import numpy as np
 
 from hy_eval.harness.analysis._compare import (
     RunOutcomes,
-    bootstrap_differences,
     paired_sample,
 )
-from hy_eval.harness.analysis._stats import BOOTSTRAP_SAMPLES, SEED
+from hy_eval.harness.analysis._paired_ci import paired_score_interval
 
 #: The group kinds, in the order the page shows them.
 GROUP_KEYS = ("lang", "rule", "tag")
@@ -43,8 +40,6 @@ def group_differences(
     b: RunOutcomes,
     metrics: Sequence[str],
     *,
-    samples: int = BOOTSTRAP_SAMPLES,
-    seed: int = SEED,
     level: float = 0.95,
 ) -> dict[str, dict[str, dict[str, Any]]]:
     """Group kind -> label -> ``{"cases": shared cases in the group, "metrics": {metric:
@@ -63,7 +58,7 @@ def group_differences(
             for label in labels.get(cid, {}).get(key, []):
                 members.setdefault(label, []).append(row)
         out[key] = {
-            label: _group(ca[rows], cb[rows], [ids[r] for r in rows], metrics, samples, seed, level)
+            label: _group(ca[rows], cb[rows], [ids[r] for r in rows], metrics, level)
             for label, rows in sorted(members.items())
         }
     return out
@@ -74,17 +69,11 @@ def _group(
     cb: np.ndarray,
     ids: list[str],
     metrics: Sequence[str],
-    samples: int,
-    seed: int,
     level: float,
 ) -> dict[str, Any]:
     """One group's entry (see ``group_differences``)."""
     ps = paired_sample(ca[..., 0], ca[..., 1], cb[..., 0], cb[..., 1], ids)
-    boot = bootstrap_differences(ps, samples, seed)
-    tail = (1 - level) / 2
-    with warnings.catch_warnings():  # a metric no resample has is an all-NaN column
-        warnings.simplefilter("ignore", RuntimeWarning)
-        bounds = np.nanquantile(boot, [tail, 1 - tail], axis=0)
+    bounds = np.array(paired_score_interval(ps.a_num, ps.a_den, ps.b_num, ps.b_den, level))
     entries: dict[str, Any] = {}
     for j, m in enumerate(metrics):
         n = int(ps.kept[:, j].sum())

@@ -2,7 +2,7 @@
 and one page per comparison of a matrix run.
 
 The numbers are those of :func:`hy_eval.harness.analysis._compare.compare` (paired differences with
-their bootstrap CIs and p-values, McNemar's test on the flipped cases), and the sentences
+their paired score CIs and p-values, McNemar's test on the flipped cases), and the sentences
 about them are the terminal's (``_compare_text.py``); this module only reads the changed
 cases' records from both run folders (``_compare_cases.py``), adds the differences by
 language, rule and tag (``analysis.group_differences``) and renders

@@ -28,9 +28,12 @@ class WorseTest(FilePart):
 
     limit: float = Field(description="The worsening allowed (max_drop or max_rise).")
     p: float = Field(description="One-sided p-value.")
-    method: str = Field(description="permutation, McNemar (case_pass) or bootstrap (limit > 0).")
+    method: str = Field(
+        description="permutation, McNemar (case_pass) or score (limit > 0: the paired score "
+        "interval inverted; bootstrap in files written before it)."
+    )
     samples: int | None = Field(
-        default=None, description="Bootstrap resamples used (bootstrap only)."
+        default=None, description="Bootstrap resamples used (bootstrap only; None otherwise)."
     )
 
 
@@ -62,7 +65,9 @@ class ComparedMetric(FilePart):
     b: float | None = Field(default=None, description="B's value on the shared cases.")
     diff: float | None = Field(default=None, description="B - A.")
     ci: tuple[float | None, float | None] = Field(
-        default=(None, None), description="Paired bootstrap CI of B - A, at ci_level."
+        default=(None, None),
+        description="Paired score CI of B - A at ci_level (Newcombe's, for ratios), holding 0 "
+        "where p_value is at least 1 - ci_level.",
     )
     ci_level: float | None = Field(default=None, description="Level of the CI.")
     n: int = Field(default=0, description="Shared cases that count for the metric in both runs.")

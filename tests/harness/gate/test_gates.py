@@ -31,7 +31,7 @@ def test_holm_adjustment():
     assert holm([0.5]) == [0.5]
 
 
-def test_paired_bootstrap_contains_the_true_difference():
+def test_paired_interval_contains_the_true_difference():
     rng = np.random.default_rng(3)
     n = 5000
     a = (rng.random(n) < 0.6).astype(float)
