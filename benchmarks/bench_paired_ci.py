@@ -12,8 +12,8 @@ the percentile bootstrap before the score interval) to measure it the same way.
 Tables (each cell its own seed, so a cell's figures do not depend on the others):
 
 - ``bernoulli``: A and B independent Bernoulli cases (one unit a case, as ``case_pass``),
-  the cells of issue 42 and the suite's size (457): coverage of the true B - A, the share
-  of zero-width intervals (and of those where the runs differ on some case), the mean
+  the cells where the bootstrap fell short and the suite's size (457): coverage of the
+  true B - A, the share of zero-width intervals (and of those where the runs differ on some case), the mean
   width;
 - ``clustered``: cases drawn from the committed baseline's with their real per-case
   denominators and B worse by 0.05 (``tests/harness/simulated_runs.py``), for
@@ -49,7 +49,8 @@ if CODE:
 from hy_eval.harness.analysis import paired_difference  # noqa: E402
 from hy_eval.harness.scoring import METRICS  # noqa: E402
 
-#: (cases, A's rate, B's rate): issue 42's table, then the suite's size and the middle.
+#: (cases, A's rate, B's rate): the cells where the bootstrap fell short, then the suite's
+#: size and the middle.
 BERNOULLI = [
     (10, 1.0, 0.95),
     (10, 0.98, 0.93),

@@ -58,7 +58,7 @@ def test_serve_prints_its_url_and_a_summary_when_stopped(upstream, tmp_path, sto
         assert url.startswith("http://127.0.0.1:") and url.endswith("/v1"), line
         assert word == "token" and len(token) >= 43, line
         assert "openai:gpt-up" in line and "stand-in" in line
-        # Without the token: refused (H: issue 43 item 3); with it as the key: served.
+        # Without the token: refused; with it as the key: served.
         with pytest.raises(openai.AuthenticationError):
             openai.OpenAI(base_url=url, api_key="x", max_retries=0).models.list()
         client = openai.OpenAI(base_url=url, api_key=token, max_retries=0)

@@ -1,4 +1,4 @@
-"""A planted memory system (issue 43, item 4): it speaks the worker protocol
+"""A planted memory system: it speaks the worker protocol
 (docs/systems.md) and stores its whole environment as memories, each variable's
 ``NAME=value`` base64-encoded, past any redaction of a literal key. Standard library
 only; started by ``test_worker_env.py`` in place of a real system's worker."""

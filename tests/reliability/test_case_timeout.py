@@ -1,4 +1,4 @@
-"""Issue 43 item 11: how long a hanging worker of an external system may hold a case is a
+"""How long a hanging worker of an external system may hold a case is a
 flag, ``--case-timeout SECONDS`` (docs/systems.md, docs/reliability.md). It was
 ``max(600, 10 x --timeout)`` with no way to change it: at least ten minutes a case."""
 

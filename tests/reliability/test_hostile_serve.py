@@ -1,5 +1,4 @@
-"""``hy-eval serve`` against callers that are not the systems it serves (issue 43, items
-3, 8 and 9; docs/reliability.md, "The model server"): a process or web page without the
+"""``hy-eval serve`` against callers that are not the systems it serves (docs/reliability.md, "The model server"): a process or web page without the
 token, a page on a rebound DNS name, a request a proxy would frame otherwise, and
 connections that hold threads. Raw sockets, so that every byte is the test's; the
 upstream is the loopback server, and what it receives is the measure."""

@@ -1,4 +1,4 @@
-"""Issue 43 item 7: a JSON schema that llama.cpp cannot compile into a grammar gets one
+"""A JSON schema that llama.cpp cannot compile into a grammar gets one
 behaviour on every path of the embedded model: the request is refused with one line (a
 400 from ``hy-eval serve``), the model process goes on, and llama.cpp's dump of the
 grammar (100 to 200 KB) does not reach stderr.

@@ -1,4 +1,4 @@
-"""Issue 43 item 10: the sampling values ``hy-eval serve`` takes are checked and
+"""The sampling values ``hy-eval serve`` takes are checked and
 normalised before they reach a provider or the cache key (docs/reliability.md, "The model
 server"). A value out of range is a 400 with one line naming the field; a value that
 means the same as another gets the same cache key."""

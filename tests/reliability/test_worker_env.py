@@ -1,5 +1,4 @@
-"""An external system's worker gets an allow-listed environment (issue 43, item 4;
-docs/systems.md, "Environment the harness gives the worker"; docs/reliability.md, "The
+"""An external system's worker gets an allow-listed environment (docs/systems.md, "Environment the harness gives the worker"; docs/reliability.md, "The
 model server"). A planted worker stores every variable it was given as a memory,
 base64-encoded, past the redaction of a literal key: the provider's keys, a proxy's
 password and a cloud secret set in the run's environment must reach no file of the run,

@@ -1,4 +1,4 @@
-"""Issue 43 item 5: the external systems' virtualenvs install only hash-pinned wheels
+"""The external systems' virtualenvs install only hash-pinned wheels
 (docs/systems.md, "Pinned and hash-checked installs"; docs/reliability.md). Every
 distribution of ``workers/requirements/NAME.txt`` is pinned with ``==`` and its sha256
 lines, at the version ``NAME.in`` pins; pip runs with ``--require-hashes --only-binary

@@ -148,6 +148,9 @@ NOT_IN_RECORD = {
     "pass_k": "how the summary reads repeats, not a record",
     "batch_poll_interval": "how often batches are polled",
     "batch_cancel_on_interrupt": "what Ctrl-C does to remote batches",
+    "batch_dir": "where a batch's request and answer files are kept; the answers are the "
+    "model's, as from its endpoint (and --batch, which it implies, is in the price)",
+    "case_timeout": "only a worker that hangs depends on it, and its case is an error, never kept",
 }
 
 

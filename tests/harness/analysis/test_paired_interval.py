@@ -23,7 +23,7 @@ from hy_eval.harness.analysis._stats import wilson_interval, z_quantile
 from hy_eval.harness.scoring import METRICS
 from tests.harness.simulated_runs import baseline_process
 
-#: Issue 42's table (n, A's rate, B's rate) with the bootstrap's coverage there, and the
+#: The cells where the bootstrap fell short (n, A's rate, B's rate) with the bootstrap's coverage there, and the
 #: suite's size. 0.93 is the floor asked for in every cell.
 CELLS = [
     (10, 1.0, 0.95),  # bootstrap 0.377, zero width in 62%

@@ -1,4 +1,4 @@
-"""``run --batch-dir DIR``: the batch vendor is a folder (issue 44). Each round's requests
+"""``run --batch-dir DIR``: the batch vendor is a folder. Each round's requests
 are an OpenAI Batch input file whose bodies are byte for byte what the openai provider
 sends (compared with a live run of the same calls against the loopback server); the file
 is answered by the loop docs/llm.md "Offline batches" gives (run here as the docs print it)

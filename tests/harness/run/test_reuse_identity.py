@@ -132,7 +132,17 @@ def test_the_code_fingerprint_covers_the_workers_and_their_pins():
 
     root = Path(hy_eval.__file__).parent
     workers = root / "harness" / "systems" / "workers"
-    files = [p for p in workers.rglob("*") if p.is_file() and "__pycache__" not in p.parts]
-    assert any(p.suffix == ".py" for p in files) and any(p.suffix == ".txt" for p in files)
-    for path in files:
+    scripts = list(workers.glob("*.py"))
+    # What a worker's environment is installed from (the hash-pinned lock files; the
+    # ``.in`` files and lock.sh only make them).
+    pins = list((workers / "requirements").glob("*.txt"))
+    assert scripts and pins
+    for path in scripts + pins:
         assert path.suffix in _reuse.FINGERPRINTED, path
+    with_pins = _reuse.fingerprint_of(root)
+    assert str(pins[0].relative_to(root)) in _fingerprinted(root)
+    assert with_pins == _reuse.code_fingerprint()
+
+
+def _fingerprinted(root):
+    return [str(p.relative_to(root)) for p in root.rglob("*") if p.suffix in _reuse.FINGERPRINTED]

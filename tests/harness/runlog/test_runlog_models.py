@@ -187,7 +187,7 @@ _PAIRED_CI = re.compile(r"\[[+-]\d\.\d{3}, [+-]\d\.\d{3}\]")
 
 def _without_paired_cis(comparison):
     """A comparison's data without the paired CIs of B - A: they are the score
-    interval's now (issue 42; docs/metrics.md), the old files' the percentile
+    interval's now (docs/metrics.md), the old files' the percentile
     bootstrap's (often [0, 0] on these few cases). Each new CI still holds the
     difference, and everything else must be as it was."""
     comparison = json.loads(json.dumps(comparison))

@@ -1,4 +1,4 @@
-"""An external system in rounds (issue 44, item 3): ``run --system mem0 --batch-dir DIR``
+"""An external system in rounds: ``run --system mem0 --batch-dir DIR``
 puts serve's cache-or-spool mode in front of the fake worker. Round 1 answers every
 model call it has no answer for with an error, so the cases that asked one wait (no
 record) while the others finish, and writes the calls as an OpenAI Batch file (exit 5,
