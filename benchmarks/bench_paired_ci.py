@@ -13,8 +13,8 @@ Tables (each cell its own seed, so a cell's figures do not depend on the others)
 
 - ``bernoulli``: A and B independent Bernoulli cases (one unit a case, as ``case_pass``),
   the cells where the bootstrap fell short and the suite's size (457): coverage of the
-  true B - A, the share of zero-width intervals (and of those where the runs differ on some case), the mean
-  width;
+  true B - A, the share of zero-width intervals (and of those where the runs differ on
+  some case), the mean width;
 - ``clustered``: cases drawn from the committed baseline's with their real per-case
   denominators and B worse by 0.05 (``tests/harness/simulated_runs.py``), for
   fact_recall, attribution_accuracy and misattribution_rate at 2, 5, 10, 30, 100 and 457
