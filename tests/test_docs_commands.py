@@ -37,7 +37,8 @@ from pathlib import Path
 import pytest
 
 from hy_eval.harness import load_suite
-from hy_eval.llm.loopback import Reply, anthropic_message, openai_completion
+from hy_eval.llm.loopback import LoopbackServer, Reply, anthropic_message, openai_completion
+from hy_eval.llm.loopback_batch import BatchScript
 from tests.harness.scripted_suite import SuiteModel
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -57,6 +58,16 @@ class How:
     replace: dict[str, str] = field(default_factory=dict)
 
 
+LOCK_WHY = (
+    "regenerates the hash-pinned lock files from the package index (minutes, and the "
+    "answer is the index's that day); tests/reliability/test_worker_requirements.py checks "
+    "the files it made"
+)
+VLLM_WHY = (
+    "vLLM is not installed on these machines (no GPU); tests/harness/run/test_batch_folder.py "
+    "answers a request file with docs/llm.md's loop over an OpenAI-compatible endpoint and "
+    "reads the output file back"
+)
 LOOP = "--provider openai --base-url {openai} --model scripted --api-key sk-test"
 SUITE_LOOP = LOOP + " --sample 2 --quiet"
 REPLAY = "--cache-mode replay-only --cache {replay}"
@@ -171,21 +182,65 @@ HOW: dict[str, How] = {
         "cassette", append="--sample 20 --limit 2 --out {unique} " + SYSTEMS_REPLAY
     ),
     "python run_eval.py compare reports/RUN_A reports/RUN_B": How(),
+    "bash hy_eval/harness/systems/workers/requirements/lock.sh": How("skip", why=LOCK_WHY),
+    "bash hy_eval/harness/systems/workers/requirements/lock.sh hy_memory": How(
+        "skip", why=LOCK_WHY
+    ),
+    # docs/architecture.md: a diagram's line that starts like a command.
+    "hy-eval serve to the same llm/ client)": How("skip", why="a line of a diagram"),
+    # docs/datasets.md: the real LoCoMo file, from a clone this machine has not; the same
+    # import and validation run on the test's own LoCoMo-shaped zip.
+    "git --git-dir=<a clone of snap-research/locomo>/.git show HEAD:data/locomo10.zip > "
+    "/tmp/locomo10.zip": How("skip", why="needs a clone of the LoCoMo repository"),
+    "hy-eval datasets import-locomo /tmp/locomo10.zip --out /tmp/locomo-suite": How(
+        replace={"/tmp/locomo10.zip": "locomo10.zip", "/tmp/locomo-suite": "{scratch}/lsuite"}
+    ),
+    "hy-eval datasets validate /tmp/locomo-suite": How(
+        replace={"/tmp/locomo-suite": "{scratch}/lsuite"}
+    ),
+    # docs/llm.md: batches, through the loopback's batch API, and as a folder.
+    "python run_eval.py --suite multi_speaker --provider openai --model gpt-4o-mini --batch": How(
+        "loopback",
+        append="--base-url {openai} --api-key sk-test --sample 2 --quiet --batch-poll-interval 0.1",
+    ),
+    "python run_eval.py --suite multi_speaker --provider openai --model "
+    "Qwen/Qwen2.5-7B-Instruct --structured json_schema --batch-dir batches/ --out "
+    "reports/qwen": How(
+        append="--sample 2 --quiet",
+        code=5,
+        why="the first round: its requests wait in the folder (exit 5, docs/reliability.md)",
+    ),
+    "vllm run-batch -i batches/hy-<digest>.requests.jsonl -o "
+    "batches/hy-<digest>.results.part --model Qwen/Qwen2.5-7B-Instruct": How("skip", why=VLLM_WHY),
+    "mv batches/hy-<digest>.results.part batches/hy-<digest>.results.jsonl": How(
+        "skip", why=VLLM_WHY
+    ),
+    "hy-eval serve --provider local --port 8123": How("server", replace={"8123": "0"}),
+    "hy-eval serve --provider openai --base-url http://127.0.0.1:8000/v1 --cache-mode "
+    "replay-only": How("server", replace={"http://127.0.0.1:8000/v1": "{openai}"}),
 }
 
 
+#: The words a command starts with, in a fenced block without a language (which may hold
+#: a program's output instead): a line starting otherwise there is not a command.
+COMMAND_WORDS = ("python ", "hy-eval ", "bash ", "pip ", "git ", "export ", "vllm ", "mv ")
+
+
 def commands() -> list[tuple[str, str]]:
-    """(doc, command) for every command of a fenced bash block, comments left out."""
+    """(doc, command) for every command of a fenced block (``bash``, ``sh``, or no
+    language and a line starting with a ``COMMAND_WORDS`` word), comments left out."""
     out = []
     for doc in DOCS:
         text = doc.read_text(encoding="utf-8")
         for lang, body in re.findall(r"```(\w*)\n(.*?)```", text, re.S):
-            if lang not in ("bash", "sh", "shell"):
+            if lang not in ("bash", "sh", "shell", ""):
                 continue
             for line in body.replace("\\\n", " ").splitlines():
                 command = re.sub(r"\s+#\s.*$", "", line).strip()
                 command = re.sub(r"\s+", " ", command)
-                if command and not command.startswith("#"):
+                if not command or command.startswith("#"):
+                    continue
+                if lang or command.startswith(COMMAND_WORDS):
                     out.append((doc.relative_to(ROOT).as_posix(), command))
     return out
 
@@ -273,6 +328,7 @@ def scratch(tmp_path_factory):
     """The scratch clone, the model server, and the placeholders' files and folders."""
     root = _scratch(tmp_path_factory.mktemp("docs") / "clone")
     model = DocsModel(load_suite("multi_speaker").cases)
+    model.server = LoopbackServer(model.answer, batch=BatchScript(polls=1))
     model.server.start()
     replay = root / "replay.sqlite"
     systems = root / "systems.sqlite"
