@@ -53,6 +53,7 @@ def figures() -> dict[str, Any]:
         for m, value in baseline.metrics.items()
     }
     calls = [json.loads(line) for line in CASSETTE.read_text("utf-8").splitlines() if line]
+    sees = _gate_sees()
     seconds = sum(c["completion"]["latency_s"] for c in calls)
     return {
         "cases": cases,
@@ -69,7 +70,24 @@ def figures() -> dict[str, Any]:
         "attribution_n": metrics["attribution_accuracy"]["n"],
         "cassette_calls": len(calls),
         "seconds_per_case": f"{seconds / cases:.1f}",
+        "attribution_sees": sees["attribution_accuracy"],
     }
+
+
+def _gate_sees() -> dict[str, str]:
+    """What each CI gate can see (80% power), as the replay gate prints it: the committed
+    gates on the baseline against itself, which is what the replay of its cassette is."""
+    from hy_eval.harness.gate import load_gates
+    from hy_eval.harness.gate._gate import evaluate_outcomes, load_baseline
+
+    base = load_baseline(BASELINE)
+    result = evaluate_outcomes(load_gates(ROOT / ".ci" / "gates.toml"), {}, base, base)
+    out = {}
+    for note in result.notes:
+        found = re.match(r"(\w+): .* sees a (?:drop|rise) of ([0-9.]+) or more", note)
+        if found:
+            out[found.group(1)] = found.group(2)
+    return out
 
 
 #: Doc -> the phrases it must hold, with ``{name}`` for a figure (whitespace between
@@ -88,6 +106,7 @@ CITATIONS: dict[str, list[str]] = {
         "`floor(i * {cases} / 60)`",
         "the baseline now holds {baseline_cases} and the rates",
         "({attribution_n} now: the n of `attribution_accuracy`",
+        "each holding gate prints the drop it can see ({attribution_sees} for attribution",
     ],
     "docs/metrics.md": [
         "The committed cassette (embedded model, {cases} cases)",
@@ -111,6 +130,35 @@ def _output_block_lines(figs: dict[str, Any]) -> list[str]:
     ]
 
 
+def _table_rows(text: str, first: str) -> dict[str, list[str]]:
+    """The rows of the markdown table whose header starts with ``first``: metric -> the
+    leading number (or ``n/m``) of each cell, thousands separators dropped."""
+    rows: dict[str, list[str]] = {}
+    inside = False
+    for line in text.splitlines():
+        if line.startswith(first):
+            inside = True
+            continue
+        if inside and not line.startswith("|"):
+            break
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if inside and cells and not cells[0].startswith("---"):
+            rows[cells[0]] = [c.split(" ")[0].replace(",", "") for c in cells[1:]]
+    return rows
+
+
+def systems_stale(docs_text: str, matrix_text: str) -> list[str]:
+    """docs/systems.md's side-by-side table against reports/systems/matrix.md (which the
+    replay makes): each metric's value per system, and the tokens per case."""
+    doc = _table_rows(docs_text, "| metric (95% CI, n) |")
+    made = _table_rows(matrix_text, "| metric | hy_eval |")
+    out = []
+    for metric, values in doc.items():
+        if made.get(metric) != values:
+            out.append(f"docs/systems.md: {metric} {values} where matrix.md has {made.get(metric)}")
+    return out
+
+
 def _squash(text: str) -> str:
     return re.sub(r"\s+", " ", text)
 
@@ -129,6 +177,9 @@ def stale(figs: dict[str, Any], docs: dict[str, str] | None = None) -> list[str]
     for pattern in _output_block_lines(figs):
         if not re.search(pattern, docs["README.md"], flags=re.M):
             out.append(f"README.md: no output line matching {pattern!r}")
+    systems = docs.get("docs/systems.md") or (ROOT / "docs" / "systems.md").read_text("utf-8")
+    matrix = (ROOT / "reports" / "systems" / "matrix.md").read_text("utf-8")
+    out += systems_stale(systems, matrix)
     return out
 
 

@@ -45,3 +45,11 @@ def test_a_stale_figure_is_reported(doc_figures, figs):
     found = doc_figures.stale(figs, docs)
     assert any(line.startswith("docs/ci.md: no 'whole v2 suite") for line in found)
     assert any("fact_recall" in line for line in found)
+
+
+def test_the_systems_table_in_the_docs_is_the_replayed_one(doc_figures):
+    docs = (ROOT / "docs" / "systems.md").read_text("utf-8")
+    matrix = (ROOT / "reports" / "systems" / "matrix.md").read_text("utf-8")
+    assert doc_figures.systems_stale(docs, matrix) == []
+    stale = docs.replace("| tokens per case | 2,155 |", "| tokens per case | 2,077 |")
+    assert any("tokens per case" in line for line in doc_figures.systems_stale(stale, matrix))

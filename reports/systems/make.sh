@@ -46,6 +46,10 @@ replay)
     rm -f "$answers"
     python run_eval.py table "$out/runs/hy_eval" "$out/runs/hy_memory" "$out/runs/mem0" \
         --out "$out"
+    # The pages matrix.md links are made here and not committed: say so at its top.
+    note="The reports and comparison pages linked below are made by \`bash reports/systems/make.sh replay\` (not committed)."
+    { printf '%s\n\n' "$note"; cat "$out/matrix.md"; } > "$out/matrix.md.new"
+    mv "$out/matrix.md.new" "$out/matrix.md"
     ;;
 *)
     echo "usage: make.sh record | replay [OUT]" >&2
