@@ -9,13 +9,7 @@ from hy_eval.harness.analysis._aggregate import (
     metrics_of,
     repeat_summary,
 )
-from hy_eval.harness.analysis._compare import (
-    CompareError,
-    RunOutcomes,
-    compare,
-    paired_difference,
-    run_outcomes,
-)
+from hy_eval.harness.analysis._compare import compare, paired_difference
 from hy_eval.harness.analysis._compare_groups import GROUP_KEYS, group_differences
 from hy_eval.harness.analysis._compare_input import checked_records
 from hy_eval.harness.analysis._consistency import (
@@ -35,6 +29,7 @@ from hy_eval.harness.analysis._matcher_eval import (
     read_pairs,
     scores,
 )
+from hy_eval.harness.analysis._outcomes import CompareError, RunOutcomes, run_outcomes
 from hy_eval.harness.analysis._outputs_diff import diff_words
 from hy_eval.harness.analysis._pairdraw import (
     VerdictFileError,

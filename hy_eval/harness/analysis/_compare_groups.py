@@ -15,10 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from hy_eval.harness.analysis._compare import (
-    RunOutcomes,
-    paired_sample,
-)
+from hy_eval.harness.analysis._compare import paired_sample
+from hy_eval.harness.analysis._outcomes import RunOutcomes
 from hy_eval.harness.analysis._paired_ci import paired_score_interval
 
 #: The group kinds, in the order the page shows them.

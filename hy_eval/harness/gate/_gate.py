@@ -334,9 +334,12 @@ def _absolute_checks(gates: Gates, metrics: dict[str, MetricEntry], result: Gate
 
 
 def _p_text(p: float, samples: int | None, times: int = 1) -> str:
-    """An adjusted resampling p-value of 0 is below ``times`` in ``samples``."""
+    """An adjusted resampling p-value of 0 is below ``times`` in ``samples``; an exact or
+    score test's p too small for four decimals reads ``< 0.0001`` (not ``0.0e+00``)."""
     if samples and p == 0:
         return f"< {times}/{samples}"
+    if not samples and p < 0.0001:
+        return "< 0.0001"
     return format_p(p).removeprefix("p = ")
 
 

@@ -18,31 +18,27 @@ from hy_eval._exitcodes import ExitCode, InterruptedRun
 from hy_eval._files import LinkRefused, private_dir, refuse_link
 from hy_eval._redact import redact_tree
 from hy_eval._terminal import echo
-from hy_eval.harness.datasets import CaseRef, DatasetError, Suite
+from hy_eval.harness.datasets import DatasetError, Suite
 from hy_eval.harness.report import write_reports
 from hy_eval.harness.run._batch import (
     BATCH_PRICE_FACTOR,
-    case_waits,
     end_serve_round,
     fill_cache_by_batches,
     start_batch_serve,
 )
-from hy_eval.harness.run._casestep import run_case
+from hy_eval.harness.run._caseloop import CaseLoop
 from hy_eval.harness.run._config import RunConfig
 from hy_eval.harness.run._folder import FolderLock, lock_folder, model_mismatch, resume_command
 from hy_eval.harness.run._plan import RunError, RunPlan, SystemUnavailable, plan_run
-from hy_eval.harness.run._pool import gather_until_sigint, interrupter, tick_every_second
-from hy_eval.harness.run._progress import Progress, case_weight, structured_note
+from hy_eval.harness.run._progress import structured_note
 from hy_eval.harness.run._reuse import (
     RecordCache,
-    case_record_key,
     identity_settings,
     record_identity,
 )
 from hy_eval.harness.runlog import (
     RECORDS_NAME,
     CallCounts,
-    RecordWriter,
     RunManifest,
     RunSummary,
     git_state,
@@ -54,8 +50,6 @@ from hy_eval.harness.runlog import (
 from hy_eval.harness.scoring import Judge, build_judge
 from hy_eval.harness.systems import (
     ExternalRun,
-    MemorySystem,
-    OwnPipeline,
     SystemInstallError,
 )
 from hy_eval.llm import (
@@ -69,7 +63,6 @@ from hy_eval.llm import (
 from hy_eval.llm._batch_folder import OfflineProvider
 from hy_eval.llm._batch_serve import BatchServe
 from hy_eval.llm._machine import machine_info
-from hy_eval.memory import PromptLibrary
 from hy_eval.memory._prompts import PromptError
 
 
@@ -84,7 +77,7 @@ def local_machine(llm: LLMClient) -> dict[str, Any] | None:
     return machine_info(threads=threads, processes=processes)
 
 
-class Runner:
+class Runner(CaseLoop):
     """Runs (or resumes) one suite with one model and writes its run folder and reports.
     ``suite``, when given, is the suite ``config.suite`` names, already loaded."""
 
@@ -378,115 +371,6 @@ class Runner:
             raise RunError(str(miss), exit_code=ExitCode.CACHE_MISS)
         return summary
 
-    def _label(self, case_id: str, repeat: int) -> str:
-        """A running case as the status line names it."""
-        return case_id if self.config.repeats == 1 else f"{case_id} repeat {repeat}"
-
-    def _weights(self, suite: Suite, todo: dict[str, list[int]]) -> dict[str, float]:
-        """Each (case, repeat) still to run by its label, weighed by its line
-        (``case_weight``), for the ETA: one read of the lines, nothing kept but numbers."""
-        out = {}
-        for ref, text in suite.iter_lines(set(todo)):
-            weight = case_weight(text)
-            for repeat in todo[ref.id]:
-                out[self._label(ref.id, repeat)] = weight
-        return out
-
-    async def _run_cases(
-        self,
-        suite: Suite,
-        todo: dict[str, list[int]],
-        llm: LLMClient,
-        prompts: PromptLibrary,
-        prices: PriceTable,
-        records: Path,
-        already: int,
-    ) -> None:
-        """Run every (case, repeat) of ``todo`` with a pool of workers, appending each
-        record to ``cases.jsonl`` as it finishes. SIGINT stops the pool; the records
-        written so far are kept."""
-        total = sum(len(r) for r in todo.values())
-        workers = max(1, min(llm.concurrency, total))
-        progress = Progress(
-            total + already,
-            already,
-            self.answer_client() or llm,  # an external system's calls go through its server
-            enabled=self.config.progress,
-            concurrency=workers,
-            weights=self._weights(suite, todo) if self.config.progress else None,
-        )
-        # Bounded: cases are parsed as workers need them, so memory does not grow with
-        # the suite. None tells a worker to stop.
-        queue: asyncio.Queue[tuple[CaseRef, str, int] | None] = asyncio.Queue(maxsize=2 * workers)
-        writer = RecordWriter(records)
-        stop = asyncio.Event()
-        clients = [llm]
-        if self.judge is not None and self.judge.llm is not llm:
-            clients.append(self.judge.llm)
-
-        async def produce() -> None:
-            for ref, text in suite.iter_lines(set(todo)):
-                for repeat in todo[ref.id]:
-                    await queue.put((ref, text, repeat))
-            for _ in range(workers):
-                await queue.put(None)
-
-        async def worker() -> None:
-            system = self._system(llm, prompts, prices)
-            try:
-                await work(system)
-            finally:
-                await system.close()
-
-        async def work(system: MemorySystem) -> None:
-            while not stop.is_set():
-                item = await queue.get()
-                if item is None or stop.is_set():
-                    return
-                ref, _, repeat = item
-                label = self._label(ref.id, repeat)
-                progress.start(label)
-                progress.draw()
-                reused = self.records_reused
-                spooled = self._batch_serve.provider.misses if self._batch_serve else 0
-                try:
-                    line, error = await self._case_line(suite, item, llm, prompts, prices, system)
-                except RunStopped:
-                    if stop.is_set():  # interrupted: no record, a resume runs the case
-                        return
-                    raise
-                if error and self._batch_serve and case_waits(self._batch_serve, spooled):
-                    # Its model calls wait in the batch folder: the next round runs it.
-                    self.cases_waiting += 1
-                    progress.finish(label, error, reused=False)
-                    continue
-                writer.write_line(line)
-                progress.finish(label, error, reused=self.records_reused > reused)
-                progress.draw()
-
-        tasks = [asyncio.create_task(worker()) for _ in range(workers)]
-        producer = asyncio.create_task(produce())
-        tasks.append(producer)
-
-        ticker = asyncio.create_task(tick_every_second(progress)) if progress.tty else None
-        try:
-            interrupt = interrupter(producer, queue, workers, clients)
-            await gather_until_sigint(tasks, stop, interrupt)
-        finally:
-            if ticker is not None:
-                ticker.cancel()
-            writer.close()
-            progress.close()
-            for client in clients:
-                await client.aclose()
-        if stop.is_set():
-            raise InterruptedRun  # the handler said so; _execute says what is kept
-
-    def answer_client(self) -> LLMClient | None:
-        """The client that asked the run's model: the run's own, or for an external
-        system the one behind its model server (None before a run)."""
-        return self._external.server.client if self._external is not None else self.llm
-
     def _start_external(self, plan: RunPlan, prices: PriceTable) -> ExternalRun | None:
         """The model server and worker settings of an external system; None for ours."""
         cfg = self.config
@@ -505,50 +389,3 @@ class Runner:
             )
         except (SystemInstallError, ConfigError) as exc:
             raise SystemUnavailable(str(exc)) from None
-
-    def _system(self, llm: LLMClient, prompts: PromptLibrary, prices: PriceTable) -> MemorySystem:
-        """The system under test for one of the pool's workers."""
-        if self._external is not None:
-            return self._external.system()
-        cfg = self.config
-        return OwnPipeline(llm, prompts, prices, cfg.guard, temperature=cfg.temperature)
-
-    async def _case_line(
-        self,
-        suite: Suite,
-        item: tuple[CaseRef, str, int],
-        llm: LLMClient,
-        prompts: PromptLibrary,
-        prices: PriceTable,
-        system: MemorySystem,
-    ) -> tuple[str, bool]:
-        """One case's record line, and whether it is a provider error: the line of an
-        earlier run with the same inputs (from the result cache, byte for byte), or the
-        line of the case run now."""
-        ref, text, repeat = item
-        cfg = self.config
-        # Keyed by the case's line as written: any edit to it runs it again.
-        key = case_record_key(self._identity, text, repeat)
-        reuse = self._reuse
-        line = reuse.get_record(key) if reuse is not None and self._reuse_read else None
-        if line is not None:
-            self.records_reused += 1
-            return line, False  # only records without a provider error are kept
-        case = suite.parse_case(ref, text)
-        record = await run_case(
-            case,
-            llm,
-            prompts,
-            prices,
-            cfg.guard,
-            repeat=repeat,
-            temperature=cfg.temperature,
-            matcher=cfg.matcher,
-            judge=self.judge,
-            system=system,
-        )
-        line = record.to_line()  # redacted once, before cases.jsonl and the cache
-        error = record.status == "error"
-        if reuse is not None and not error:
-            reuse.put_record(key, line)
-        return line, error

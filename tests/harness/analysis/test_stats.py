@@ -159,7 +159,7 @@ def test_max_drop_tests_a_drop_beyond_the_allowance():
     a, b = _runs(a_flags, far)
     res = evaluate_outcomes(_gate({"case_pass": {"max_drop": 0.05}}), {}, b, a)
     assert not res.ok
-    assert "one-sided bootstrap p < 1/2000" in res.failures[0]
+    assert "one-sided score p < 0.0001, Holm over 1 gated metrics < 0.0001" in res.failures[0]
 
 
 def test_failure_lists_the_cases_worse_on_that_metric():

@@ -4,7 +4,7 @@ terminal text and on the page."""
 
 from types import SimpleNamespace
 
-from hy_eval.harness.analysis._compare import prompts_changed
+from hy_eval.harness.analysis._outcomes import prompts_changed
 from hy_eval.harness.report import comparison_text
 from hy_eval.harness.report._verdict import prompts_line, verdict_line
 from hy_eval.harness.runlog import Comparison
