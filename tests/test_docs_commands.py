@@ -314,7 +314,14 @@ def _scratch(root: Path) -> Path:
 
 
 def _run(args: str, cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "HY_EVAL_CACHE": ""}
+    # The systems' virtualenvs of the checkout (made by the tests before), not new ones.
+    systems = os.environ.get("HY_EVAL_SYSTEMS_DIR") or str(ROOT / ".hy_eval" / "systems")
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "HY_EVAL_CACHE": "",
+        "HY_EVAL_SYSTEMS_DIR": systems,
+    }
     env.pop("HY_EVAL_CACHE")
     env.pop("OPENAI_API_KEY", None)
     env.pop("ANTHROPIC_API_KEY", None)

@@ -74,11 +74,11 @@ def test_an_uncompilable_schema_is_refused_in_one_line_on_every_path(slots):
 
 
 def test_serve_answers_an_uncompilable_schema_with_a_400_and_goes_on(tmp_path):
-    url, stop = serve_in_thread(
+    url, token, stop = serve_in_thread(
         ModelOptions(provider="local", cache_path=str(tmp_path / "cache.sqlite"), retries=0)
     )
     try:
-        client = openai.OpenAI(base_url=url, api_key="x", max_retries=0)
+        client = openai.OpenAI(base_url=url, api_key=token, max_retries=0)
         messages = [{"role": "user", "content": "I like tea."}]
         for schema in (TOO_MANY, UNCONVERTIBLE):
             fmt = {"type": "json_schema", "json_schema": {"name": "facts", "schema": schema}}

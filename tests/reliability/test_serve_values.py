@@ -90,14 +90,14 @@ def test_stop_null_and_n_null_mean_their_defaults():
     assert read(stop=None, n=None).request.extra_body == {"stop": None}
 
 
-def _post(url, body):
+def _post(url, body, token):
     parts = urlsplit(url)
     conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
     conn.request(
         "POST",
         "/v1/chat/completions",
         json.dumps(body).encode(),
-        {"Content-Type": "application/json"},
+        {"Content-Type": "application/json", "Authorization": f"Bearer {token}"},
     )
     resp = conn.getresponse()
     out = resp.status, dict(resp.getheaders()), resp.read()
@@ -119,13 +119,13 @@ def test_through_the_server_a_bad_value_is_one_line_and_minus_zero_shares_the_ke
         try:
             base = {"model": "gpt-up", "messages": USER}
             for bad in ({"max_tokens": 10**30}, {"top_p": -7}, {"stop": {"x": 1}}):
-                status, _headers, raw = _post(server.url, base | bad)
+                status, _headers, raw = _post(server.url, base | bad, server.token)
                 assert status == 400
                 assert raw.count(b"\n") <= 1  # one JSON line
                 assert json.loads(raw)["error"]["param"] == next(iter(bad))
             assert upstream.count == 0
-            first = _post(server.url, base | {"temperature": 0.0})
-            second = _post(server.url, base | {"temperature": -0.0})
+            first = _post(server.url, base | {"temperature": 0.0}, server.token)
+            second = _post(server.url, base | {"temperature": -0.0}, server.token)
         finally:
             server.stop()
     assert first[0] == second[0] == 200

@@ -214,8 +214,11 @@ class Runner(CaseLoop):
         self._made_folder = None
         try:
             return self._run()
-        except RunError:
-            # A new run that fails before its first case leaves no folder behind.
+        except RunError as exc:
+            # A new run that fails before its first case leaves no folder behind; one
+            # whose requests wait in a batch folder is resumed from it.
+            if exc.exit_code == ExitCode.BATCH_WAITING:
+                raise
             if self._folder_lock is not None:
                 self._folder_lock.release()
                 self._folder_lock = None

@@ -113,11 +113,13 @@ def test_serve_answers_from_the_cache_and_writes_its_misses(tmp_path):
         child = subprocess.Popen(
             cmd, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
         )
-        url = child.stdout.readline().split()[0]
+        # The first line: URL  token TOKEN  ...; serve answers only its token's bearer.
+        words = child.stdout.readline().split()
+        url, token = words[0], words[2]
         ask = urllib.request.Request(
             url + "/chat/completions",
             data=body.encode(),
-            headers={"Content-Type": "application/json"},
+            headers={"Content-Type": "application/json", "Authorization": f"Bearer {token}"},
         )
         try:
             with urllib.request.urlopen(ask, timeout=60) as resp:
