@@ -73,20 +73,14 @@ AGREE_SHOWN = 20
 
 def _cassette_rows(path: Path) -> dict[str, dict[str, Any]]:
     """A cassette's rows by key (``UserError`` naming the line that is not one)."""
-    rows: dict[str, dict[str, Any]] = {}
+    from hy_eval.llm._cassette import cassette_rows
+
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        return {str(row["key"]): row for _, row in cassette_rows(path)}
     except OSError as exc:
         raise UserError(f"{path}: cannot read the cassette ({exc.strerror})") from None
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-            rows[str(row["key"])] = row
-        except (ValueError, KeyError, TypeError):
-            raise UserError(f"{path}:{number}: not a cassette row") from None
-    return rows
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
 
 
 def _first_user_text(request: Any) -> str:

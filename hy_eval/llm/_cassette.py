@@ -8,8 +8,9 @@ cassette into a cache file. Rows hold the key fields and the answer, never API k
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 from hy_eval._files import replace_file
 from hy_eval.llm._cache import AnswerCache, cache_key, completion_from_json
@@ -40,19 +41,31 @@ def export_cassette(cache: AnswerCache, keys: Iterable[str], path: str | Path) -
     return len(lines)
 
 
-def import_cassette(path: str | Path, cache: AnswerCache) -> int:
-    count = 0
+def cassette_rows(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """A cassette's rows as (line number, row), blank lines left out; ``ValueError``
+    naming the file and line for a line that is not a JSON object with a ``key``."""
     with Path(path).open(encoding="utf-8") as fh:
         for lineno, line in enumerate(fh, start=1):
             if not line.strip():
                 continue
             try:
                 row = json.loads(line)
-                completion = completion_from_json(json.dumps(row["completion"]))
-                if cache_key(row["request"]) != row["key"]:
-                    raise ValueError("the key does not match the request fields")
-                cache.put(row["key"], row["request"], completion)
-            except (ValueError, KeyError, TypeError) as exc:
+                if not isinstance(row, dict) or "key" not in row:
+                    raise ValueError("not an object with a key")
+            except ValueError as exc:
                 raise ValueError(f"{path}:{lineno}: not a cassette row ({exc})") from None
-            count += 1
+            yield lineno, row
+
+
+def import_cassette(path: str | Path, cache: AnswerCache) -> int:
+    count = 0
+    for lineno, row in cassette_rows(path):
+        try:
+            completion = completion_from_json(json.dumps(row["completion"]))
+            if cache_key(row["request"]) != row["key"]:
+                raise ValueError("the key does not match the request fields")
+            cache.put(row["key"], row["request"], completion)
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ValueError(f"{path}:{lineno}: not a cassette row ({exc})") from None
+        count += 1
     return count

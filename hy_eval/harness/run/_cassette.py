@@ -8,6 +8,7 @@ import tempfile
 from pathlib import Path
 
 from hy_eval._exitcodes import ExitCode
+from hy_eval._files import replace_file
 from hy_eval.harness.run._config import RunConfig
 from hy_eval.harness.run._plan import RunError
 from hy_eval.harness.run._runner import Runner, local_machine
@@ -51,5 +52,5 @@ def record_cassette(
     answers = export_cassette(AnswerCache(options.cache_path), client.keys_used, out_path)
     machine = local_machine(client)
     if machine is not None:  # the embedded model's answers depend on the machine
-        sidecar(out_path).write_text(json.dumps(machine, indent=1) + "\n", encoding="utf-8")
+        replace_file(sidecar(out_path), json.dumps(machine, indent=1) + "\n")
     return answers, summary.cases
