@@ -434,7 +434,9 @@ def load_suite(name_or_path: str, root: Path | None = None) -> Suite:
 
 def filter_cases(cases: Iterable[Any], spec: str | None) -> list[Any]:
     """``lang=zh,tag=adversarial,rule=A2,id=ms-en-0001``: every condition must hold;
-    repeat a key for alternatives (``tag=a,tag=b`` means a or b)."""
+    repeat a key for alternatives (``tag=a,tag=b`` means a or b). ``id=@FILE`` takes the
+    ids listed in FILE, one a line (``#`` starts a comment), as a committed sample
+    (datasets/multi_speaker/samples/)."""
     out = list(cases)
     if not spec:
         return out
@@ -444,7 +446,11 @@ def filter_cases(cases: Iterable[Any], spec: str | None) -> list[Any]:
         key = key.strip()
         if not sep or key not in ("lang", "tag", "rule", "id"):
             raise ValueError(f"bad filter {part!r}: use lang=, tag=, rule= or id=")
-        conditions.setdefault(key, set()).add(value.strip())
+        value = value.strip()
+        if key == "id" and value.startswith("@"):
+            conditions.setdefault(key, set()).update(_ids_file(value[1:]))
+            continue
+        conditions.setdefault(key, set()).add(value)
     for key, values in conditions.items():
         if key == "lang":
             out = [c for c in out if c.lang in values]
@@ -455,6 +461,19 @@ def filter_cases(cases: Iterable[Any], spec: str | None) -> list[Any]:
         else:
             out = [c for c in out if c.id in values]
     return out
+
+
+def _ids_file(path: str) -> set[str]:
+    """The case ids of an ids file: one a line, blank lines and ``#`` comments skipped."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"bad filter id=@{path}: cannot read it ({exc})") from None
+    ids = {ln.split("#", 1)[0].strip() for ln in text.splitlines()}
+    ids.discard("")
+    if not ids:
+        raise ValueError(f"bad filter id=@{path}: it lists no case id")
+    return ids
 
 
 T = TypeVar("T")
