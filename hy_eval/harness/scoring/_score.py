@@ -21,6 +21,7 @@ from hy_eval.harness.datasets import (
 )
 from hy_eval.harness.runlog import ScoreRecord
 from hy_eval.harness.scoring._matching import KeywordMatcher, Matcher
+from hy_eval.harness.scoring._pairsubject import pair_subject_right
 from hy_eval.memory import Speakers, Subject, same_subject, subject_of
 
 #: Metrics where higher is better; the others are rates where lower is better.
@@ -104,7 +105,7 @@ def _match(
     golds = case.expect.facts
 
     def rank(g: int, i: int) -> int:
-        right = subject_right(golds[g].subject, subjects[i])
+        right = pair_subject_right(golds[g], subjects[i], facts[i]["text"])
         return 0 if right and facts[i]["owner"] == golds[g].owner else 1 if right else 2
 
     picks = matcher.assign(golds, [f["text"] for f in facts], rank)
@@ -121,7 +122,7 @@ def _match(
             row.update(
                 text=facts[best]["text"],
                 predicted_subject=subjects[best].key,
-                subject_ok=subject_right(gold.subject, subjects[best]),
+                subject_ok=pair_subject_right(gold, subjects[best], facts[best]["text"]),
                 owner=facts[best]["owner"],
                 owner_ok=facts[best]["owner"] == gold.owner,
             )
