@@ -28,9 +28,7 @@ CIRCLE = {
                 "text": "The user's wife Thandi is a paramedic.",
             }
         ],
-        "absent": [
-            {"subject": "user", "keywords": ["paramedic"], "without": [["Thandi", "wife"]]}
-        ],
+        "absent": [{"subject": "user", "keywords": ["paramedic"], "without": [["Thandi", "wife"]]}],
     },
 }
 
