@@ -60,6 +60,7 @@ def cmd_cassette_record(args: argparse.Namespace) -> int:
             out_path,
             system=args.system,
             sample=args.sample,
+            case_filter=args.filter,
         )
     except RunError as exc:
         raise UserError(str(exc), exc.exit_code) from None
@@ -184,6 +185,10 @@ def register_cassette(sub: Any) -> None:
     p.add_argument("--variant", default="default")
     p.add_argument("--system", default="hy_eval", help="memory system under test (run --system)")
     p.add_argument("--sample", type=int, help="N cases spread over the suite (run --sample)")
+    p.add_argument(
+        "--filter",
+        help="the cases to record, as run --filter (id=@FILE: a committed sample's ids)",
+    )
     p.add_argument(
         "--file",
         help="cassette path (default tests/cassettes/<suite>.[<system>.]<variant>.<provider>"

@@ -24,9 +24,11 @@ def record_cassette(
     *,
     system: str = "hy_eval",
     sample: int | None = None,
+    case_filter: str | None = None,
 ) -> tuple[int, int]:
     """Run ``suite`` with ``variant`` through ``system`` on the model ``options`` name (its
-    cache read and written; ``sample``: that many cases spread over the suite) and write
+    cache read and written; ``sample``: that many cases spread over the suite;
+    ``case_filter``: run's ``--filter``) and write
     the answers the run used to ``out_path``: (answers, cases). Raises ``RunError`` when
     the run cannot start or a model call failed (a cassette with holes would fail every
     replay); nothing is written then. An external system may fail a case on its own (its
@@ -38,6 +40,7 @@ def record_cassette(
             suite=suite,
             system=system,
             sample=sample,
+            filter=case_filter,
             variant=variant,
             out=str(Path(tmp) / "run"),
             # Every answer must be asked of the cache, to be exported.
