@@ -30,7 +30,13 @@ def test_every_prompt_renders(variant, stage, lang):
     prompt = lib.render(stage, lang, {**SAMPLE[stage], "lang": lang})
     assert prompt.system and prompt.user
     assert "<<<hy_eval:user>>>" not in prompt.system + prompt.user
-    if stage == "extract":
+    if stage == "extract" and variant == "labels_off":
+        # The regression on purpose: named humans speak as [assistant], no name line.
+        assert "[John]" not in prompt.user and "[assistant]: I am a nurse." in prompt.user
+        assert "[user]: I work at Stripe." in prompt.user
+        if lang == "en":
+            assert "The user's name is" not in prompt.user
+    elif stage == "extract":
         assert SAMPLE["extract"]["conversation"] in prompt.user
         assert "[user]" in prompt.system and "owner" in prompt.system
     else:
@@ -39,6 +45,16 @@ def test_every_prompt_renders(variant, stage, lang):
     # The language of the instructions follows the conversation's.
     has_cjk = any("\u4e00" <= ch <= "\u9fff" for ch in prompt.system)
     assert has_cjk == (lang == "zh")
+
+
+def test_labels_off_drops_the_name_line_of_each_language():
+    lib = PromptLibrary("labels_off")
+    for lang, line in (("en", "The user's name is Tim"), ("zh", "用户名叫Tim")):
+        conversation = f"{line}\n[user]: 我在Stripe工作。\n[John]: 我是护士。"
+        vars_ = {**SAMPLE["extract"], "conversation": conversation, "lang": lang}
+        user = lib.render("extract", lang, vars_).user
+        assert line not in user and "[John]" not in user
+        assert "[assistant]: 我是护士。" in user
 
 
 def test_variant_changes_only_what_it_overrides():

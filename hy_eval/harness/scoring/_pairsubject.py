@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 
-from hy_eval.harness.datasets._expect import GoldFact, subject_right
+from hy_eval.harness.datasets import GoldFact, subject_right
 from hy_eval.memory import Subject
 
 # "the user's wife Thandi", "Farid's younger sister Noor", "his wife Thandi": a possessive,

@@ -298,6 +298,22 @@ def test_filter():
         filter_cases(suite.cases, "colour=red")
 
 
+def test_filter_reads_a_committed_sample(tmp_path):
+    # id=@FILE: the committed capable-model sample, 48 cases a language.
+    suite = load_suite("multi_speaker")
+    sample = filter_cases(suite.cases, "id=@datasets/multi_speaker/samples/capable96.txt")
+    assert len(sample) == 96 and sum(c.lang == "zh" for c in sample) == 48
+    ids = tmp_path / "ids.txt"
+    ids.write_text("# two cases\nms-en-0001\n\nms-en-0002  # a comment\n", encoding="utf-8")
+    picked = filter_cases(suite.cases, f"id=@{ids},lang=en")
+    assert [c.id for c in picked] == ["ms-en-0001", "ms-en-0002"]
+    (tmp_path / "empty.txt").write_text("# nothing\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="lists no case id"):
+        filter_cases(suite.cases, f"id=@{tmp_path / 'empty.txt'}")
+    with pytest.raises(ValueError, match="cannot read it"):
+        filter_cases(suite.cases, f"id=@{tmp_path / 'missing.txt'}")
+
+
 def test_history_suite_passes(capsys):
     assert main(["run", "--suite", "history"]) == 0
     assert "history: 40/40 cases pass" in capsys.readouterr().out
