@@ -111,7 +111,7 @@ def _source_clause(q: MatcherQuality) -> str:
     if q.fits is None:
         return ""
     if q.pair_source is not None:
-        return f", the {q.pair_source} pairs, which fit the run's model"
+        return ", the source that fits the run's model"
     counts = ", ".join(f"{lang} {n}" for lang, n in (q.fits_pairs or {}).items())
     return (
         f", all sources pooled: the {q.fits} pairs that fit the run's model are fewer than "
