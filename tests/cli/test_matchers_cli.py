@@ -1,5 +1,6 @@
 """``hy-eval matchers evaluate`` on a small judged-pairs file written here:
-hand-computed precision and recall per matcher, kind and language, the judge through the
+hand-computed precision and recall per matcher, kind and language, pooled and per source
+(with quality.json's ``by_source``), the judge through the
 loopback server (a malformed answer counts as "not the same"), and bad files refused."""
 
 import json
