@@ -127,6 +127,21 @@ HOW: dict[str, How] = {
     "hy-eval matchers evaluate datasets/matcher_pairs/bench.jsonl --split test": How(),
     "hy-eval matchers draw RUN_DIR --out pairs.jsonl --blind blind.jsonl": How(),
     "hy-eval matchers agree A.jsonl B.jsonl": How(),
+    # docs/metrics.md: a capable model's pairs, drawn from a run here (the loopback's
+    # "scripted" model); the bench rebuilt and re-measured on a copy of the datasets, so
+    # that nothing is written into the checkout through the scratch's link.
+    "python run_eval.py matchers draw RUN_DIR --source capable_run --model gpt-4o-mini "
+    "--prefix g4omini- --limit 400 --out capable_drawn.jsonl --blind capable_blind.jsonl": How(),
+    "python datasets/matcher_pairs/build_bench.py": How(
+        replace={
+            "python datasets": f"cp -rL datasets {{scratch}}/ds-copy && {sys.executable} "
+            "{scratch}/ds-copy"
+        }
+    ),
+    "python run_eval.py matchers evaluate datasets/matcher_pairs/bench.jsonl --split test "
+    "--quality datasets/matcher_pairs/quality.json": How(
+        replace={"--quality datasets/matcher_pairs/quality.json": "--quality {scratch}/q.json"}
+    ),
     "hy-eval memory add conv.json --user-id tim --db mem.sqlite": How("loopback", append=LOOP),
     "hy-eval memory search coffee --user-id tim --db mem.sqlite": How(),
     "hy-eval memory show --user-id tim --db mem.sqlite": How(),

@@ -9,10 +9,7 @@ from a run folder says the same."""
 from __future__ import annotations
 
 from hy_eval.harness.runlog import RunSummary
-
-#: The embedded model (``llm/_local.DEFAULT_LOCAL_MODEL``); named here so the report does
-#: not import the model layer for a string.
-EMBEDDED_MODEL = "SmolLM2-135M-Instruct"
+from hy_eval.harness.scoring import EMBEDDED_MODEL
 
 #: Each metric in one line: what is counted over what (docs/metrics.md has the rules).
 MEANINGS: dict[str, str] = {

@@ -263,12 +263,14 @@ def static_matcher(name: str, speakers: Speakers) -> Matcher:
 def matcher_info(manifest: RunManifest, unusable: int) -> dict[str, Any]:
     """The summary's fields on the matcher, by name: ``matcher`` (its name),
     ``matcher_quality`` (its precision and recall on the benchmark's test part, when
-    measured) and, for ``judge``, ``judge``: the judge's model and prompt variant and the
-    unusable answers. A run from before matchers were selectable used ``keyword``."""
+    measured: the figures of the benchmark source that fits the run's model, or the
+    pooled ones when that source is too small; ``_quality.quality_of``) and, for
+    ``judge``, ``judge``: the judge's model and prompt variant and the unusable answers.
+    A run from before matchers were selectable used ``keyword``."""
     params = manifest.params
     name = manifest.matcher
     out: dict[str, Any] = {"matcher": name}
-    quality = quality_of(name)
+    quality = quality_of(name, manifest.model)
     if quality is not None:
         out["matcher_quality"] = quality
     if name == "judge":

@@ -126,7 +126,7 @@ def test_an_old_folder_reports_again_as_it_was(old, monkeypatch):
     kw = old / "kw"
     was = json.loads((kw / "summary.json").read_text(encoding="utf-8"))
     quality = read_summary(kw).matcher_quality
-    monkeypatch.setattr(_matching, "quality_of", lambda name: quality)
+    monkeypatch.setattr(_matching, "quality_of", lambda name, model=None: quality)
     report_md = (kw / "report.md").read_text(encoding="utf-8")
     summary = report_folder(kw)
     assert without_version(json.loads((kw / "summary.json").read_text(encoding="utf-8"))) == was
@@ -141,7 +141,7 @@ def test_an_old_metamorphic_run_gets_its_sections_and_gates_again(old, monkeypat
     was = json.loads((run / "summary.json").read_text(encoding="utf-8"))
     old_md = (run / "report.md").read_text(encoding="utf-8")
     quality = read_summary(run).matcher_quality
-    monkeypatch.setattr(_matching, "quality_of", lambda name: quality)
+    monkeypatch.setattr(_matching, "quality_of", lambda name, model=None: quality)
     summary = report_folder(run)  # a report of the records alone: no perturbation section
     assert summary.perturbations == {}
     section = perturbation_section(run, summary, run / "perturb" / "rename")
@@ -173,7 +173,7 @@ def test_old_folders_compare_as_they_did(old, name, a, b, mixed, monkeypatch):
     # compare names the matcher's quality from today's quality.json: give it the one the
     # old folders were scored with, so a re-measured benchmark does not fail this test.
     quality = read_summary(old / "run").matcher_quality
-    monkeypatch.setattr(_matching, "quality_of", lambda name: quality)
+    monkeypatch.setattr(_matching, "quality_of", lambda name, model=None: quality)
     result = compare(run_outcomes(old / a), run_outcomes(old / b), mixed_matchers=mixed)
     was = json.loads((old / f"{name}.json").read_text())
     assert _without_paired_cis(without_version(result.to_data())) == _without_paired_cis(was)
