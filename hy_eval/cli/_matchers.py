@@ -217,7 +217,7 @@ def cmd_matchers_draw(args: argparse.Namespace) -> int:
             raise UserError(str(exc)) from None
         models.add(run.manifest.model)
     model, source, prefix = _draw_origin(args, models)
-    chosen = draw(records, args.limit, args.seed)
+    chosen = draw(records, args.limit, args.seed, even_langs=args.even_langs)
     if not chosen:
         raise UserError("no pairs: no case of these runs has a gold fact text and a prediction")
     rows = pair_rows(chosen, prefix=prefix, source=source, model=model)
@@ -334,6 +334,11 @@ def register(sub: Any) -> None:
         help="at most N pairs: related ones first, unrelated ones fill the rest",
     )
     p.add_argument("--seed", type=int, default=0, help="seed of the order and the fill (0)")
+    p.add_argument(
+        "--even-langs",
+        action="store_true",
+        help="take the related pairs under --limit from each language in turn (half each)",
+    )
     p.add_argument(
         "--source",
         choices=("capable_run", "embedded_run"),

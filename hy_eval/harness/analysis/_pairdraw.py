@@ -98,9 +98,16 @@ def case_candidates(record: CaseRecord) -> list[Candidate]:
     return out
 
 
-def draw(records: Iterable[CaseRecord], limit: int | None = None, seed: int = 0) -> list[Candidate]:
+def draw(
+    records: Iterable[CaseRecord],
+    limit: int | None = None,
+    seed: int = 0,
+    even_langs: bool = False,
+) -> list[Candidate]:
     """The distinct candidate pairs of ``records``: all of them, or every related one and
-    unrelated ones up to ``limit`` (module docstring)."""
+    unrelated ones up to ``limit`` (module docstring). With ``even_langs`` the related
+    pairs under ``limit`` are taken in turn from each language, so a run of more Chinese
+    than English facts still gives half of each while both last."""
     seen: set[tuple[str, str]] = set()
     pool: list[Candidate] = []
     for record in records:
@@ -112,7 +119,8 @@ def draw(records: Iterable[CaseRecord], limit: int | None = None, seed: int = 0)
     rng.shuffle(pool)
     if limit is None or limit >= len(pool):
         return pool
-    chosen = [c for c in pool if c.related][:limit]
+    related = [c for c in pool if c.related]
+    chosen = _even(related, limit) if even_langs else related[:limit]
     by_lang: dict[str, list[Candidate]] = {}
     for c in pool:
         if not c.related:
@@ -123,6 +131,21 @@ def draw(records: Iterable[CaseRecord], limit: int | None = None, seed: int = 0)
             if by_lang[lang] and len(chosen) < limit:
                 chosen.append(by_lang[lang].pop())
     rng.shuffle(chosen)
+    return chosen
+
+
+def _even(pairs: list[Candidate], limit: int) -> list[Candidate]:
+    """Up to ``limit`` of ``pairs``, one language after the other in a fixed order."""
+    queues: dict[str, list[Candidate]] = {}
+    for c in pairs:
+        queues.setdefault(c.lang, []).append(c)
+    for queue in queues.values():
+        queue.reverse()  # pop() takes them in the shuffled order
+    chosen: list[Candidate] = []
+    while len(chosen) < limit and any(queues.values()):
+        for lang in sorted(queues):
+            if queues[lang] and len(chosen) < limit:
+                chosen.append(queues[lang].pop())
     return chosen
 
 

@@ -257,3 +257,16 @@ def test_draw_refuses_an_unnamed_model_among_several_and_a_bad_prefix(tmp_path, 
     assert "--prefix 'c 1'" in capsys.readouterr().err
     with pytest.raises(SystemExit):  # argparse: not a source draw can record
         main(["matchers", "draw", a, "--out", out, "--source", "written"])
+
+
+def test_even_langs_takes_the_related_pairs_from_each_language_in_turn():
+    # Three English related pairs and one Chinese: a limit of 2 gives one of each
+    # (the plain draw may give two English), and every pair once.
+    many = [
+        record(f"e{i}", "en", [f"The user is allergic to peanuts {i}."], [GOLD_PEANUT])
+        for i in range(3)
+    ] + [RECORDS[1]]
+    even = draw(many, limit=2, seed=0, even_langs=True)
+    assert sorted(c.lang for c in even) == ["en", "zh"]
+    assert all(c.related for c in even)
+    assert len(draw(many, limit=10, even_langs=True)) == len(draw(many))
