@@ -43,12 +43,20 @@ def test_a_prompt_without_examples_has_no_example_people(variant, lang):
     lib = PromptLibrary(variant)
     assert example_people(lib, lang) == ()
     if variant == "short":
-        assert "Mary" not in lib.render(
-            "extract",
-            "en",
-            {"conversation": "", "history": "", "user_name": None, "named_speakers": [],
-             "lang": "en"},
-        ).system
+        assert (
+            "Mary"
+            not in lib.render(
+                "extract",
+                "en",
+                {
+                    "conversation": "",
+                    "history": "",
+                    "user_name": None,
+                    "named_speakers": [],
+                    "lang": "en",
+                },
+            ).system
+        )
 
 
 def test_the_names_follow_the_template_not_a_list(tmp_path):
