@@ -25,6 +25,12 @@ class ScoreFact(FilePart):
         description="The user named by their own name, not as 'the user' "
         "(counted by noncanonical_subject_rate).",
     )
+    echoed: str | None = Field(
+        default=None,
+        description="The person of the prompt's worked examples this fact is about, who is "
+        "named nowhere in the conversation or history (counted by echoed_subject_rate); "
+        "absent otherwise.",
+    )
 
 
 class FactMatch(FilePart):

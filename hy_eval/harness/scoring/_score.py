@@ -20,6 +20,7 @@ from hy_eval.harness.datasets import (
     subject_right,
 )
 from hy_eval.harness.runlog import ScoreRecord
+from hy_eval.harness.scoring._echo import echoed_people
 from hy_eval.harness.scoring._matching import KeywordMatcher, Matcher
 from hy_eval.harness.scoring._pairsubject import pair_subject_right
 from hy_eval.memory import Speakers, Subject, same_subject, subject_of
@@ -40,6 +41,7 @@ VIOLATION_METRICS = (
     "untouched_violation_rate",
     "profile_leak_rate",
     "noncanonical_subject_rate",
+    "echoed_subject_rate",
     "parse_failure_rate",
     "fallback_rate",
     "error_rate",
@@ -67,6 +69,10 @@ class Outcome:
     #: Metrics the system under test cannot expose (an external system without owners,
     #: profile or proposed operations): scored (0, 0) and listed as not measured.
     not_measured: frozenset[str] = frozenset()
+    #: The people of the worked examples in the extraction prompt the run used, for the
+    #: case's language (``hy_eval.memory.example_people``); empty for a prompt without
+    #: examples. Read by ``echoed_subject_rate``.
+    example_people: tuple[str, ...] = ()
 
 
 @dataclass
@@ -326,6 +332,11 @@ def score_case(case: Case, outcome: Outcome, matcher: Matcher | None = None) -> 
         owners="owner_accuracy" not in outcome.not_measured,
     )
     c.update(counts)
+    # An external system's prompt examples are unknown: nobody is read as echoed (and
+    # the metric is set (0, 0) below with the others it cannot expose).
+    people = () if "echoed_subject_rate" in outcome.not_measured else outcome.example_people
+    echoed = echoed_people(case, [f["text"] for f in facts], subjects, people)
+    c["echoed_subject_rate"] = (sum(e is not None for e in echoed), len(facts))
     texts_before = {
         outcome.existing_ids[m.id]: m.text for m in case.existing if m.id in outcome.existing_ids
     }
@@ -346,7 +357,13 @@ def score_case(case: Case, outcome: Outcome, matcher: Matcher | None = None) -> 
     for metric in outcome.not_measured:
         c[metric] = (0, 0)
     fact_rows = [
-        {"text": f["text"], "owner": f["owner"], "subject": s.key, "by_name": s.by_name}
-        for f, s in zip(facts, subjects, strict=True)
+        {
+            "text": f["text"],
+            "owner": f["owner"],
+            "subject": s.key,
+            "by_name": s.by_name,
+            **({"echoed": e} if e is not None else {}),
+        }
+        for f, s, e in zip(facts, subjects, echoed, strict=True)
     ]
     return CaseScore(c, passed, fact_rows, checks, confusion, sorted(outcome.not_measured))
