@@ -387,6 +387,32 @@ def decide(
     needed = cross_threshold if cross else threshold
     if score < needed:
         return Decision(False, score, f"content agreement {score:.2f} < {needed}")
+    problem = _problem(gold_text, gold_cues, keywords, sentence, names_t, cross)
+    if problem:
+        return Decision(False, score, problem)
+    return Decision(True, score, "cross-language: keywords and cues" if cross else "agrees")
+
+
+def sentence_problem(
+    gold_text: str, keywords: Sequence[Keyword], sentence: str, names: tuple[str, ...]
+) -> str | None:
+    """Why ``sentence`` (in the gold's language) cannot state the gold fact by rule 3
+    (cues, numbers, a replaced value or relative, the frame), or None: the check
+    ``decide`` makes on its best sentence, for a part of a fact stated across two
+    predictions (``_pairing``)."""
+    gold_cues = _sentence_cues(gold_text, keywords, names)
+    return _problem(gold_text, gold_cues, keywords, sentence, names, cross=False)
+
+
+def _problem(
+    gold_text: str,
+    gold_cues: Cues,
+    keywords: Sequence[Keyword],
+    sentence: str,
+    names_t: tuple[str, ...],
+    cross: bool,
+) -> str | None:
+    """Rule 3 on one predicted sentence: the first problem found, or None."""
     problem = conflict(gold_cues, _sentence_cues(sentence, keywords, names_t))
     if problem is None:
         problem = number_conflict(gold_text, sentence)
@@ -396,9 +422,7 @@ def decide(
         )
     if problem is None and not cross:
         problem = _frame_problem(gold_text, sentence, names_t)
-    if problem:
-        return Decision(False, score, problem)
-    return Decision(True, score, "cross-language: keywords and cues" if cross else "agrees")
+    return problem
 
 
 def _holds_all(text: str, items: Sequence[Keyword], names: tuple[str, ...], cross: bool) -> bool:
