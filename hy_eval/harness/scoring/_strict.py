@@ -306,10 +306,17 @@ def _verb_like(last: str | None, word: str, name_words: set[str]) -> bool:
     return last in ("is", "are", "am") and word.endswith("ing")
 
 
+#: "the first attempt", "the second try", "the third go": one value with "the first
+#: time" (ordinals as ``read_ordinals_and_clock`` leaves them: first, second, digits).
+_ATTEMPT = re.compile(r"\b(first|second|\d+)\s+(?:attempt|try|go)\b")
+
+
 def _frame_text(text: str) -> str:
     """The text the frame rules read: folded, numbers, ordinals and clock times as
-    digits (twenty-first is 21, 8pm is 20:00, 四千六 is 4600)."""
-    return quantities(chinese_to_digits(english_to_digits(read_ordinals_and_clock(text))))
+    digits (twenty-first is 21, 8pm is 20:00, 四千六 is 4600), an attempt counted as a
+    time (the first attempt is the first time)."""
+    t = _ATTEMPT.sub(r"\1 time", read_ordinals_and_clock(text))
+    return quantities(chinese_to_digits(english_to_digits(t)))
 
 
 def _without_cut_tail(sentence: str) -> str:
@@ -480,7 +487,16 @@ def _sentence_cues(sentence: str, keywords: Sequence[Keyword], names: tuple[str,
     # An alternative question (A还是B？) is one question, whichever clause holds the keyword.
     question = whole.question if script_of(sentence) == "en" else local.question
     question = question or alternative_question(sentence)
-    return Cues(negated=local.negated, plan=whole.plan, done=whole.done, question=question)
+    return Cues(
+        negated=local.negated,
+        plan=whole.plan,
+        done=whole.done,
+        question=question,
+        kept=local.kept,
+        failed=local.failed,
+        no_longer=local.no_longer,
+        ceased=local.ceased,
+    )
 
 
 def _cues_of(sentence: str, names: tuple[str, ...], whole: bool = True) -> Cues:
