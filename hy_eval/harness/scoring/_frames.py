@@ -19,7 +19,7 @@ value, or that turns the direction of a change around.
   no target after it ("from this term", not "from June to September") or after a thing
   received ("an offer from the UC Davis vet school") starts none.
 - **One value said otherwise** is no replaced value: a plural (CVs / CV), to marry and a
-  wedding, the first attempt and the first time (``_strict._frame_text``).
+  wedding, the first attempt and the first time (``frame_text``).
 """
 
 from __future__ import annotations
@@ -30,7 +30,23 @@ from difflib import SequenceMatcher
 from functools import lru_cache
 
 from hy_eval.conversation._render import is_cjk
+from hy_eval.harness.datasets import chinese_to_digits, english_to_digits
 from hy_eval.harness.scoring._bilingual import same_word
+from hy_eval.harness.scoring._numbers import read_ordinals_and_clock
+from hy_eval.harness.scoring._numforms import quantities
+
+#: "the first attempt", "the second try", "the third go": one value with "the first
+#: time" (ordinals as ``read_ordinals_and_clock`` leaves them: first, second, digits).
+_ATTEMPT = re.compile(r"\b(first|second|\d+)\s+(?:attempt|try|go)\b")
+
+
+def frame_text(text: str) -> str:
+    """The text the frame rules read: folded, numbers, ordinals and clock times as
+    digits (twenty-first is 21, 8pm is 20:00, 四千六 is 4600), an attempt counted as a
+    time (the first attempt is the first time)."""
+    t = _ATTEMPT.sub(r"\1 time", read_ordinals_and_clock(text))
+    return quantities(chinese_to_digits(english_to_digits(t)))
+
 
 #: Where the source of a change starts: the content word after it is the source.
 _EN_SOURCE = re.compile(

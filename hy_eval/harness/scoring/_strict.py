@@ -46,20 +46,16 @@ from hy_eval.conversation._render import is_cjk
 from hy_eval.harness.datasets import (
     Keyword,
     canonical,
-    chinese_to_digits,
-    english_to_digits,
     fold_spaced,
 )
 from hy_eval.harness.scoring._bilingual import dictionary_forms, holds_pinyin
 from hy_eval.harness.scoring._cues import Cues, alternative_question, conflict, cue_words, read_cues
-from hy_eval.harness.scoring._frames import replaced_in_frame, turned_direction
+from hy_eval.harness.scoring._frames import frame_text, replaced_in_frame, turned_direction
 from hy_eval.harness.scoring._lexicon import translations
 from hy_eval.harness.scoring._numbers import (
     number_conflict,
     quantity_text,
-    read_ordinals_and_clock,
 )
-from hy_eval.harness.scoring._numforms import quantities
 from hy_eval.harness.scoring._relatives import added_relative
 from hy_eval.harness.scoring._sentences import sentences
 from hy_eval.harness.scoring._values import replaced_value, value_key
@@ -267,10 +263,10 @@ _BETWEEN = word_set("just already also still recently finally now never")
 def content_sequence(text: str, names: tuple[str, ...]) -> tuple[tuple[int, str, bool], ...]:
     """The content words of ``text`` in order, as ``content`` chooses them (segmenter
     words, not the search words inside them), each with its offset in the text as
-    ``_frame_text`` writes it and whether it is fixed in the frame: an English verb, a
+    ``_frames.frame_text`` writes it and whether it is fixed in the frame: an English verb, a
     one-character Chinese word, or the first word of a Chinese fact (its subject's
     place). A near miss replaces a value, and these words are no values (``_frames``)."""
-    t = _frame_text(text)
+    t = frame_text(text)
     name_words = {w for n in names for w in latin_words(n)}
     skip = {fold_spaced(n) for n in names} | {_latin_stem(w) for w in name_words} | _CUE_WORDS
     out: list[tuple[int, str, bool]] = []
@@ -306,19 +302,6 @@ def _verb_like(last: str | None, word: str, name_words: set[str]) -> bool:
     return last in ("is", "are", "am") and word.endswith("ing")
 
 
-#: "the first attempt", "the second try", "the third go": one value with "the first
-#: time" (ordinals as ``read_ordinals_and_clock`` leaves them: first, second, digits).
-_ATTEMPT = re.compile(r"\b(first|second|\d+)\s+(?:attempt|try|go)\b")
-
-
-def _frame_text(text: str) -> str:
-    """The text the frame rules read: folded, numbers, ordinals and clock times as
-    digits (twenty-first is 21, 8pm is 20:00, 四千六 is 4600), an attempt counted as a
-    time (the first attempt is the first time)."""
-    t = _ATTEMPT.sub(r"\1 time", read_ordinals_and_clock(text))
-    return quantities(chinese_to_digits(english_to_digits(t)))
-
-
 def _without_cut_tail(sentence: str) -> str:
     """``sentence`` without the end the pipeline cut to its length limit
     (``memory._extract.cut_text``): the cut mark and the run of non-space characters
@@ -349,7 +332,7 @@ def _frame_problem(gold: str, sentence: str, names: tuple[str, ...]) -> str | No
         return replaced
     g_words = [(at, key) for (at, _, _), key in zip(g_seq, g_keys, strict=True)]
     p_words = [(at, key) for (at, _, _), key in zip(p_seq, p_keys, strict=True)]
-    return turned_direction(_frame_text(gold), g_words, _frame_text(sentence), p_words)
+    return turned_direction(frame_text(gold), g_words, frame_text(sentence), p_words)
 
 
 @dataclass(frozen=True)
