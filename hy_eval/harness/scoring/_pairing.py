@@ -5,8 +5,9 @@ the one-to-one assignment leaves unmatched, a capable model may still have state
   于海三十八岁。 and 于海住在青岛。, but one-to-one gives it to one of them. A gold fact left
   unmatched may share a prediction another gold fact took, when the two can each be given
   a part of it of their own (a clause or a sentence, ``clause_parts``) on which ``decide``
-  accepts them, and ``decide`` accepts it on the whole prediction too: the match holds
-  for each on its own words. A prediction of one clause
+  accepts them (the newcomer with an agreement of at least ``SHARED_THRESHOLD``), and
+  ``decide`` accepts it on the whole prediction too: the match holds for each on its own
+  words. A prediction of one clause
   ("John likes coffee") is still one fact: it serves one gold fact ("The user likes
   coffee" stays unmatched).
 - **A gold fact stated across two predictions.** "The user works at Stripe." and "The
@@ -39,10 +40,20 @@ from hy_eval.harness.scoring._strict import (
     sentence_problem,
 )
 
-#: The share of the gold's content words two predictions must hold together. Far above
-#: the single prediction's ``AGREEMENT_THRESHOLD`` (0.15): two loose predictions hold
-#: more words by chance than one, and a union is tried only where one-to-one failed.
-UNION_THRESHOLD = 0.65
+#: The share of the gold's content words two predictions must hold together: their union
+#: covers the gold, one word in five said otherwise at most. Far above the single
+#: prediction's ``AGREEMENT_THRESHOLD`` (0.15): two loose predictions hold more words by
+#: chance than one ("The user is launching Ghost Lane hot sauce." and "... allergen
+#: labels ..." hold 3 of the 4 words of "Ifeoma will design the Ghost Lane labels.", all
+#: but its main verb; 0.65 let that through on a capable model's answers).
+UNION_THRESHOLD = 0.8
+
+#: The agreement a gold fact needs on its part of a prediction another gold fact took:
+#: above the single prediction's 0.15, since a second use of one prediction asks more
+#: evidence. Chosen after reading the shared matches a capable model's answers gave (a
+#: clause "Adaeze has Security+" at 0.25 for "Adaeze recommended Security+ as the user's
+#: next certification"; every right one reached 0.33), so those figures flatter it.
+SHARED_THRESHOLD = 0.3
 
 #: Where a clause ends inside a sentence: a comma, an enumeration comma, a colon or a
 #: semicolon, and an English " and " or " but " between two clauses.
@@ -110,7 +121,7 @@ def shared(
         for p, on_p in holders.items():
             if len(parts[p]) < 2 or not whole[g][p]:
                 continue  # one clause states one fact
-            mine = [_agreement(judge(golds[g], part)) for part in parts[p]]
+            mine = [_agreement(judge(golds[g], part), SHARED_THRESHOLD) for part in parts[p]]
             if all(a is None for a in mine):
                 continue
             others = [[_agreement(judge(golds[h], part)) for part in parts[p]] for h in on_p]
@@ -124,8 +135,9 @@ def shared(
     return out
 
 
-def _agreement(decision: Decision) -> float | None:
-    return decision.agreement if decision.accepted else None
+def _agreement(decision: Decision, floor: float = 0.0) -> float | None:
+    """The agreement of an accepted decision that reaches ``floor``, else None."""
+    return decision.agreement if decision.accepted and decision.agreement >= floor else None
 
 
 def union_decision(

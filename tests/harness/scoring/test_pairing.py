@@ -194,3 +194,29 @@ def test_a_union_is_right_only_when_both_predictions_are():
     row = next(c["detail"] for c in s.checks if c["check"] == "fact")
     assert (row["matched"], row["also"], row["subject_ok"]) == (0, [1], False)
     assert s.counts["attribution_accuracy"] == (0, 1)
+
+
+def test_a_shared_part_needs_more_than_a_keyword():
+    """Kept (from a capable model's answers): the clause "Adaeze has Security+" holds the
+    keyword and a quarter of "Adaeze recommended Security+ as the user's next
+    certification", below ``SHARED_THRESHOLD``: the prediction stays with the bank."""
+    golds = [
+        _gold(
+            "Adaeze",
+            "Adaeze recommended Security+ as the user's next certification.",
+            ["Security+"],
+        ),
+        _gold("Adaeze", "Adaeze works in pen testing at a bank.", ["pen testing"]),
+    ]
+    texts = ["Adaeze has Security+ and works in pen testing at a bank."]
+    picks = _picks(golds, texts, ["Adaeze"])
+    assert [p.predicted for p in picks] == [None, 0]
+
+
+def test_a_union_must_cover_the_main_verb():
+    """Kept (from a capable model's answers): two predictions about other things hold
+    "Ghost Lane" and "labels" but not "design"."""
+    gold = "Ifeoma will design the Ghost Lane labels."
+    a = "The user is launching Ghost Lane hot sauce as a business."
+    b = "The assistant said to register with the council, plus allergen labels and insurance."
+    assert not union_decision(gold, ["labels"], a, b, ("Ifeoma",)).accepted
