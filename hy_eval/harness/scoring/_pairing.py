@@ -185,14 +185,22 @@ def unions(
         gold = golds[g]
         text = gold.text or ""
         words = content(text, names, False)
-        related = [
-            p
+        # What each prediction holds of the gold: its keyword items, then its content
+        # words. A pair that misses an item or cannot reach the threshold is not decided;
+        # with keywords, a gold fact no prediction holds an item of is skipped at once.
+        items = {
+            p: frozenset(i for i, k in enumerate(gold.keywords) if bounded_item(t, k, names))
             for p, t in enumerate(texts)
-            if words & content(t, names, True)
-            or any(bounded_item(t, k, names) for k in gold.keywords)
-        ]
+        }
+        if gold.keywords and not any(items.values()):
+            continue
+        held = {p: words & content(t, names, True) for p, t in enumerate(texts)}
+        related = [p for p in held if held[p] or items[p]]
+        need = UNION_THRESHOLD * len(words)
         best: tuple[float, int, int, int] | None = None
         for a, b in combinations(related, 2):
+            if len(held[a] | held[b]) < need or len(items[a] | items[b]) < len(gold.keywords):
+                continue
             decision = union_decision(text, gold.keywords, texts[a], texts[b], names)
             if not decision.accepted:
                 continue
