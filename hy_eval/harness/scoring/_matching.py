@@ -154,7 +154,8 @@ class StrictMatcher:
         self.threshold = threshold
 
     def assign(self, golds: Sequence[GoldFact], texts: Sequence[str], rank: Rank) -> list[Pick]:
-        decisions = self._decisions(golds, texts)
+        stop = time.monotonic() + SCORING_DEADLINE_S
+        decisions = self._decisions(golds, texts, stop)
         count = min(len(golds), len(texts))
         # One more pair outweighs any sum of agreements (each at most 1); the rank bonus,
         # all of it together below 1e-4, only breaks ties of agreement.
@@ -171,11 +172,12 @@ class StrictMatcher:
             p if p is not None and decisions[g][p].accepted else None
             for g, p in enumerate(max_weight_assignment(weights))
         ]
-        judge = decider(self.names, self.threshold)
+        # The pairing after one-to-one shares the case's deadline.
+        judge = decider(self.names, self.threshold, lambda: _within(stop))
         whole = [[d.accepted for d in row] for row in decisions]
         extra = shared(golds, texts, taken, whole, rank, self.names, judge)
         missing = [g for g, p in enumerate(taken) if p is None and g not in extra]
-        extra.update(unions(golds, texts, missing, rank, self.names))
+        extra.update(unions(golds, texts, missing, rank, self.names, lambda: _within(stop)))
         picks = []
         for g, p in enumerate(taken):
             if p is not None:
@@ -186,10 +188,12 @@ class StrictMatcher:
                 picks.append(Pick(None))
         return picks
 
-    def _decisions(self, golds: Sequence[GoldFact], texts: Sequence[str]) -> list[list[Decision]]:
-        """``decide`` on every (gold, predicted) pair, within ``SCORING_DEADLINE_S``."""
+    def _decisions(
+        self, golds: Sequence[GoldFact], texts: Sequence[str], stop: float
+    ) -> list[list[Decision]]:
+        """``decide`` on every (gold, predicted) pair, by ``stop`` (``time.monotonic``;
+        ``SCORING_DEADLINE_S`` after the case's matching began)."""
         deadline = SCORING_DEADLINE_S
-        stop = time.monotonic() + deadline
         out: list[list[Decision]] = []
         for g in golds:
             row = []
@@ -203,6 +207,15 @@ class StrictMatcher:
                     )
             out.append(row)
         return out
+
+
+def _within(stop: float) -> None:
+    """Raise ``ScoringDeadline`` when ``stop`` (``time.monotonic``) has passed: the check
+    of the pairing after one-to-one (``_pairing``)."""
+    if time.monotonic() > stop:
+        raise ScoringDeadline(
+            f"matching took over {SCORING_DEADLINE_S:g} s (in the pairing after one-to-one)"
+        )
 
 
 def _extra_pick(extra: Extra) -> Pick:

@@ -176,10 +176,12 @@ def unions(
     missing: Sequence[int],
     rank: Callable[[int, int], int],
     names: tuple[str, ...],
+    check: Callable[[], None] = lambda: None,
 ) -> dict[int, Extra]:
     """Gold facts of ``missing`` that two predictions state together (module docstring,
     second rule): the pair with the highest union agreement, then the best ranks; the
-    prediction the gold is scored on is the one with the better rank."""
+    prediction the gold is scored on is the one with the better rank. ``check`` is
+    called for each pair decided (the matcher's deadline raises there)."""
     out: dict[int, Extra] = {}
     for g in missing:
         gold = golds[g]
@@ -201,6 +203,7 @@ def unions(
         for a, b in combinations(related, 2):
             if len(held[a] | held[b]) < need or len(items[a] | items[b]) < len(gold.keywords):
                 continue
+            check()
             decision = union_decision(text, gold.keywords, texts[a], texts[b], names)
             if not decision.accepted:
                 continue
@@ -214,10 +217,14 @@ def unions(
     return out
 
 
-def decider(names: tuple[str, ...], threshold: float) -> Decide:
-    """``decide`` for one gold fact and one text, with the matcher's names and threshold."""
+def decider(
+    names: tuple[str, ...], threshold: float, check: Callable[[], None] = lambda: None
+) -> Decide:
+    """``decide`` for one gold fact and one text, with the matcher's names and threshold;
+    ``check`` is called before each (the matcher's deadline raises there)."""
 
     def judge(gold: GoldFact, text: str) -> Decision:
+        check()
         return decide(gold.text or "", gold.keywords, text, names, threshold)
 
     return judge

@@ -5,6 +5,8 @@ fact still serves one gold fact."""
 
 from __future__ import annotations
 
+import pytest
+
 from hy_eval.harness import Case, Outcome, score_case
 from hy_eval.harness.datasets import GoldFact
 from hy_eval.harness.scoring import StrictMatcher
@@ -220,3 +222,24 @@ def test_a_union_must_cover_the_main_verb():
     a = "The user is launching Ghost Lane hot sauce as a business."
     b = "The assistant said to register with the council, plus allergen labels and insurance."
     assert not union_decision(gold, ["labels"], a, b, ("Ifeoma",)).accepted
+
+
+def test_the_pairing_after_one_to_one_keeps_the_case_deadline(monkeypatch):
+    """The deadline of a case's matching (docs/reliability.md) covers the unions too: a
+    clock past it while unions are tried raises ``ScoringDeadline``."""
+    from hy_eval.harness.scoring import _matching
+
+    golds = [
+        _gold(
+            "user", "The user works at Stripe as a data engineer in Dublin.", ["Stripe", "Dublin"]
+        )
+    ]
+    texts = ["The user works at Stripe.", "The user is a data engineer in Dublin."]
+    assert _picks(golds, texts)[0].also == (1,)  # a union is tried here
+    # The start, one reading per one-to-one pair in time, then every reading past it.
+    clock = iter([0.0, 1.0, 1.0] + [1000.0] * 50)
+    monkeypatch.setattr(_matching.time, "monotonic", lambda: next(clock))
+    monkeypatch.setattr(_matching, "SCORING_DEADLINE_S", 500.0)
+    monkeypatch.setattr(_matching, "decide", lambda *a, **k: _matching.Decision(False, 0.0, ""))
+    with pytest.raises(_matching.ScoringDeadline, match="pairing after one-to-one"):
+        _picks(golds, texts)
