@@ -43,6 +43,11 @@ class FactMatch(FilePart):
     matched: int | None = Field(
         default=None, description="Index of the predicted fact paired with it; None: no match."
     )
+    also: list[int] | None = Field(
+        default=None,
+        description="strict: further predicted facts the gold fact is stated across (a "
+        "fact split in two); subject_ok and owner_ok hold only when they hold for each.",
+    )
     text: str | None = Field(default=None, description="The paired fact's text.")
     predicted_subject: str | None = Field(
         default=None, description="The paired fact's subject key."

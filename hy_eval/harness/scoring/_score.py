@@ -104,8 +104,10 @@ class CaseScore:
 def _match(
     case: Case, facts: list[dict[str, str]], subjects: list[Subject], matcher: Matcher
 ) -> list[dict[str, Any]]:
-    """One-to-one matching of gold facts to predicted facts by ``matcher`` (``keyword``:
-    predicted facts containing all the gold fact's keywords; ``_matching.py``). Every
+    """Matching of gold facts to predicted facts by ``matcher`` (``keyword``: one-to-one,
+    predicted facts containing all the gold fact's keywords; ``strict``: one-to-one, then
+    a prediction may state several gold facts and a gold fact two predictions;
+    ``_matching.py``). Every
     matcher prefers, for a gold fact, a prediction with the right subject and owner, then
     one with the right subject, then any."""
     golds = case.expect.facts
@@ -125,13 +127,20 @@ def _match(
             "matched": best,
         }
         if best is not None:
+            used = [best, *pick.also]
             row.update(
                 text=facts[best]["text"],
                 predicted_subject=subjects[best].key,
-                subject_ok=pair_subject_right(gold, subjects[best], facts[best]["text"]),
+                # Each (gold, prediction) pair on its own: a fact stated across two
+                # predictions has the right subject and owner only when both have.
+                subject_ok=all(
+                    pair_subject_right(gold, subjects[i], facts[i]["text"]) for i in used
+                ),
                 owner=facts[best]["owner"],
-                owner_ok=facts[best]["owner"] == gold.owner,
+                owner_ok=all(facts[i]["owner"] == gold.owner for i in used),
             )
+            if pick.also:
+                row["also"] = list(pick.also)
         if pick.detail:  # what the matcher adds (nothing for ``keyword``)
             row["match"] = pick.detail
         rows.append(row)
