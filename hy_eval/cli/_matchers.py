@@ -84,9 +84,13 @@ def cmd_matchers_evaluate(args: argparse.Namespace) -> int:
         # The judge is the model the flags name, built as a run builds its judge.
         options = model_options(args)
         try:
-            return build_judge(options, options.client(), JudgeSettings(variant=args.judge_variant))
+            made = build_judge(options, options.client(), JudgeSettings(variant=args.judge_variant))
         except (ConfigError, PromptError) as exc:
             raise UserError(f"judge: {exc}") from None
+        judges.append(made)
+        return made
+
+    judges: list[Any] = []
 
     if args.split:
         pairs = [p for p in pairs if p.split == args.split]
@@ -98,9 +102,17 @@ def cmd_matchers_evaluate(args: argparse.Namespace) -> int:
             return ExitCode.BATCH_WAITING
 
         def make_judge() -> Any:
+            judges.append(judge)
             return judge
 
-    result = evaluate(pairs, decide_all(pairs, names, make_judge))
+    from hy_eval.llm import CacheMiss
+
+    try:
+        result = evaluate(pairs, decide_all(pairs, names, make_judge))
+    except CacheMiss as exc:  # --cache-mode replay-only: one line, exit 4, as in a run
+        raise UserError(str(exc), ExitCode.CACHE_MISS) from None
+    if args.record:
+        _record_judge(judges, Path(args.record))
     echo(evaluation_text(result))
     if args.json:
         replace_file(Path(args.json), json.dumps(result, ensure_ascii=False, indent=1))
@@ -115,6 +127,18 @@ def cmd_matchers_evaluate(args: argparse.Namespace) -> int:
             f"to {args.quality}"
         )
     return ExitCode.OK
+
+
+def _record_judge(judges: list[Any], path: Path) -> None:
+    """``--record FILE``: the judge's answers this command used, as a cassette that
+    ``cassette import`` loads (CI replays the judge on the benchmark from it)."""
+    from hy_eval.llm._cassette import export_cassette
+
+    if not judges or judges[0].llm.cache is None:
+        raise UserError("--record needs --matcher judge and an answer cache (not --cache-mode off)")
+    llm = judges[0].llm
+    count = export_cassette(llm.cache, sorted(llm.keys_used), path)
+    echo(f"cassette written: {path} ({count} judge answers)")
 
 
 def _judge_by_folder(args: argparse.Namespace, names: list[str], pairs: list[Any]) -> Any:
@@ -162,6 +186,7 @@ def _evaluate_command(args: argparse.Namespace) -> str:
         ("--judge-variant", None if args.judge_variant == "default" else args.judge_variant),
         ("--json", args.json),
         ("--quality", args.quality),
+        ("--record", args.record),
         ("--provider", args.provider),
         ("--model", args.model),
         ("--base-url", args.base_url),
@@ -309,6 +334,12 @@ def register(sub: Any) -> None:
         "--quality",
         help="also write the precision and recall per language, pooled and per source, that "
         "runs report beside their fact metrics (datasets/matcher_pairs/quality.json)",
+    )
+    p.add_argument(
+        "--record",
+        metavar="FILE",
+        help="--matcher judge: also write the judge's answers this command used as a "
+        "cassette (cassette import loads it; CI replays the judge from it)",
     )
     p.add_argument(
         "--batch-dir",

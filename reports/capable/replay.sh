@@ -47,4 +47,23 @@ for variant in "${variants[@]:1}"; do
         --json "$out/compare-$variant.json" --html "$out/compare-$variant.html" \
         >"$out/compare-$variant.txt"
 done
+# The judge (--matcher judge) on the matcher benchmark's test part, from its recorded
+# answers: precision 0.90 and recall 0.85 or more per language, as the capable-model
+# study chose it by (docs/capable.md).
+python run_eval.py cassette import tests/cassettes/matcher_pairs.judge.claude.test.jsonl \
+    --cache "$answers" >/dev/null
+python run_eval.py matchers evaluate datasets/matcher_pairs/bench.jsonl --split test \
+    --matcher judge --provider openai --model claude --structured json_schema \
+    --cache "$answers" --cache-mode replay-only --json "$out/judge-test.json" >/dev/null
+python - "$out/judge-test.json" <<'PY'
+import json
+import sys
+
+langs = json.load(open(sys.argv[1], encoding="utf-8"))["matchers"]["judge"]["lang"]
+for lang, row in sorted(langs.items()):
+    p, r = row["precision"]["value"], row["recall"]["value"]
+    print(f"judge on the test part, {lang}: precision {p:.3f}, recall {r:.3f}")
+    if p < 0.90 or r < 0.85:
+        sys.exit(f"the judge fell under precision 0.90 / recall 0.85 in {lang}")
+PY
 echo "capable-model replay: runs and comparisons in $out"

@@ -198,6 +198,70 @@ def test_the_judge_through_the_loopback_server(tmp_path):
     assert judge["all"]["confusion"]["tn"] == 1
 
 
+def test_the_judges_answers_recorded_replay_the_same_figures(tmp_path):
+    def script(req):
+        return Reply(body=openai_completion(json.dumps({"same": True, "reason": "x"})))
+
+    flags = ["--matcher", "judge", "--provider", "openai", "--model", "judge"]
+    with LoopbackServer(script) as server:
+        live = evaluate(
+            tmp_path,
+            *flags,
+            "--base-url",
+            server.openai_url,
+            "--api-key",
+            "sk-dummy",
+            "--cache",
+            str(tmp_path / "live.sqlite"),
+            "--record",
+            str(tmp_path / "judge.jsonl"),
+        )
+        asked = server.count
+    replay_cache = str(tmp_path / "replay.sqlite")
+    assert main(["cassette", "import", str(tmp_path / "judge.jsonl"), "--cache", replay_cache]) == 0
+    (tmp_path / "result.json").unlink()
+    replayed = evaluate(
+        tmp_path,
+        *flags,
+        "--base-url",
+        server.openai_url,
+        "--api-key",
+        "sk-dummy",
+        "--cache",
+        replay_cache,
+        "--cache-mode",
+        "replay-only",
+    )
+    assert asked == len(PAIRS) and replayed["matchers"] == live["matchers"]
+
+
+def test_the_judge_replay_only_on_an_empty_cache_is_one_line_and_exit_4(tmp_path, capsys):
+    # No answer stored: the judge's first pair misses; the command says so in one line.
+    code = main(
+        [
+            "matchers",
+            "evaluate",
+            write_pairs(tmp_path / "p.jsonl"),
+            "--matcher",
+            "judge",
+            "--provider",
+            "openai",
+            "--model",
+            "judge",
+            "--api-key",
+            "sk-dummy",
+            "--cache",
+            str(tmp_path / "empty.sqlite"),
+            "--cache-mode",
+            "replay-only",
+        ]
+    )
+    err = capsys.readouterr().err
+    assert code == 4
+    assert "no cached answer in replay-only mode" in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+
+
 @pytest.mark.parametrize(
     "line, message",
     [
