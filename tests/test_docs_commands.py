@@ -201,6 +201,14 @@ HOW: dict[str, How] = {
     "bash hy_eval/harness/systems/workers/requirements/lock.sh hy_memory": How(
         "skip", why=LOCK_WHY
     ),
+    # docs/capable.md: the capable-model study's replays, which .ci/run runs as written
+    # (about a minute each, with the systems' virtualenvs the tests make).
+    "bash reports/capable/replay.sh /tmp/capable": How(
+        "skip", why=".ci/run runs reports/capable/replay.sh on every push"
+    ),
+    "bash reports/systems/make.sh replay-capable /tmp/sys": How(
+        "skip", why=".ci/run runs make.sh replay-capable and compares its matrix.json"
+    ),
     # docs/architecture.md: a diagram's line that starts like a command.
     "hy-eval serve to the same llm/ client)": How("skip", why="a line of a diagram"),
     # docs/datasets.md: the real LoCoMo file, from a clone this machine has not; the same
