@@ -47,6 +47,15 @@ for variant in "${variants[@]:1}"; do
         --json "$out/compare-$variant.json" --html "$out/compare-$variant.html" \
         >"$out/compare-$variant.txt"
 done
+# The default scored by the judge, the matcher chosen for capable models: attribution is
+# scored only on the pairs the judge calls the same fact (docs/capable.md).
+python run_eval.py cassette import tests/cassettes/multi_speaker.default.claude.capable96.judge.jsonl \
+    --cache "$answers" >/dev/null
+python run_eval.py "${common[@]}" --variant default --matcher judge --out "$out/runs/default.judge" \
+    >/dev/null 2>&1
+python run_eval.py compare "$out/runs/default" "$out/runs/default.judge" --mixed-matchers \
+    --json "$out/compare-judge.json" >"$out/compare-judge.txt"
+grep '^attribution_accuracy' "$out/compare-judge.txt"
 # The judge (--matcher judge) on the matcher benchmark's test part, from its recorded
 # answers: precision 0.90 and recall 0.85 or more per language, as the capable-model
 # study chose it by (docs/capable.md).
