@@ -129,7 +129,7 @@ def _judge_by_folder(args: argparse.Namespace, names: list[str], pairs: list[Any
     from hy_eval.harness.run import RunError, judge_pairs_by_folder
     from hy_eval.harness.scoring import JudgeSettings, build_judge
     from hy_eval.llm import ConfigError
-    from hy_eval.llm._batch_folder import OfflineProvider
+    from hy_eval.llm.batch import OfflineProvider
     from hy_eval.memory import PromptError
 
     if "judge" not in names:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from hy_eval.harness.runlog import RunSummary
 
-#: The embedded model (``llm/_local.DEFAULT_LOCAL_MODEL``); named here so the report does
+#: The embedded model (``llm/local/_local.DEFAULT_LOCAL_MODEL``); named here so the report does
 #: not import the model layer for a string.
 EMBEDDED_MODEL = "SmolLM2-135M-Instruct"
 
