@@ -126,6 +126,21 @@ HOW: dict[str, How] = {
     "hy-eval matchers evaluate datasets/matcher_pairs/bench.jsonl --split test": How(),
     "hy-eval matchers draw RUN_DIR --out pairs.jsonl --blind blind.jsonl": How(),
     "hy-eval matchers agree A.jsonl B.jsonl": How(),
+    # docs/metrics.md: a capable model's pairs, drawn from a run here (the loopback's
+    # "scripted" model); the bench rebuilt and re-measured on a copy of the datasets, so
+    # that nothing is written into the checkout through the scratch's link.
+    "python run_eval.py matchers draw RUN_DIR --source capable_run --model gpt-4o-mini "
+    "--prefix g4omini- --limit 400 --out capable_drawn.jsonl --blind capable_blind.jsonl": How(),
+    "python datasets/matcher_pairs/build_bench.py": How(
+        replace={
+            "python datasets": f"cp -rL datasets {{scratch}}/ds-copy && {sys.executable} "
+            "{scratch}/ds-copy"
+        }
+    ),
+    "python run_eval.py matchers evaluate datasets/matcher_pairs/bench.jsonl --split test "
+    "--quality datasets/matcher_pairs/quality.json": How(
+        replace={"--quality datasets/matcher_pairs/quality.json": "--quality {scratch}/q.json"}
+    ),
     "hy-eval memory add conv.json --user-id tim --db mem.sqlite": How("loopback", append=LOOP),
     "hy-eval memory search coffee --user-id tim --db mem.sqlite": How(),
     "hy-eval memory show --user-id tim --db mem.sqlite": How(),
@@ -184,6 +199,14 @@ HOW: dict[str, How] = {
     "bash hy_eval/harness/systems/workers/requirements/lock.sh": How("skip", why=LOCK_WHY),
     "bash hy_eval/harness/systems/workers/requirements/lock.sh hy_memory": How(
         "skip", why=LOCK_WHY
+    ),
+    # docs/capable.md: the capable-model study's replays, which .ci/run runs as written
+    # (about a minute each, with the systems' virtualenvs the tests make).
+    "bash reports/capable/replay.sh /tmp/capable": How(
+        "skip", why=".ci/run runs reports/capable/replay.sh on every push"
+    ),
+    "bash reports/systems/make.sh replay-capable /tmp/sys": How(
+        "skip", why=".ci/run runs make.sh replay-capable and compares its matrix.json"
     ),
     # docs/architecture.md: a diagram's line that starts like a command.
     "hy-eval serve to the same llm/ client)": How("skip", why="a line of a diagram"),

@@ -84,9 +84,13 @@ def cmd_matchers_evaluate(args: argparse.Namespace) -> int:
         # The judge is the model the flags name, built as a run builds its judge.
         options = model_options(args)
         try:
-            return build_judge(options, options.client(), JudgeSettings(variant=args.judge_variant))
+            made = build_judge(options, options.client(), JudgeSettings(variant=args.judge_variant))
         except (ConfigError, PromptError) as exc:
             raise UserError(f"judge: {exc}") from None
+        judges.append(made)
+        return made
+
+    judges: list[Any] = []
 
     if args.split:
         pairs = [p for p in pairs if p.split == args.split]
@@ -98,25 +102,43 @@ def cmd_matchers_evaluate(args: argparse.Namespace) -> int:
             return ExitCode.BATCH_WAITING
 
         def make_judge() -> Any:
+            judges.append(judge)
             return judge
 
-    result = evaluate(pairs, decide_all(pairs, names, make_judge))
+    from hy_eval.llm import CacheMiss
+
+    try:
+        result = evaluate(pairs, decide_all(pairs, names, make_judge))
+    except CacheMiss as exc:  # --cache-mode replay-only: one line, exit 4, as in a run
+        raise UserError(str(exc), ExitCode.CACHE_MISS) from None
+    if args.record:
+        _record_judge(judges, Path(args.record))
     echo(evaluation_text(result))
     if args.json:
         replace_file(Path(args.json), json.dumps(result, ensure_ascii=False, indent=1))
     if args.quality:
+        from hy_eval.harness.analysis import quality_figures
+
         part = f"the {args.split} part of " if args.split else ""
-        quality = {
-            "source": f"{part}{Path(args.file).as_posix()} ({len(pairs)} judged pairs)",
-            "matchers": {
-                name: {"all": entry["all"], **entry["lang"]}
-                for name, entry in result["matchers"].items()
-                if name != "judge"
-            },
-        }
+        quality = quality_figures(result, f"{part}{Path(args.file).as_posix()}")
         replace_file(Path(args.quality), json.dumps(quality, ensure_ascii=False, indent=1) + "\n")
-        echo(f"wrote each matcher's precision and recall per language to {args.quality}")
+        echo(
+            f"wrote each matcher's precision and recall per language, pooled and per source, "
+            f"to {args.quality}"
+        )
     return ExitCode.OK
+
+
+def _record_judge(judges: list[Any], path: Path) -> None:
+    """``--record FILE``: the judge's answers this command used, as a cassette that
+    ``cassette import`` loads (CI replays the judge on the benchmark from it)."""
+    from hy_eval.llm import export_cassette
+
+    if not judges or judges[0].llm.cache is None:
+        raise UserError("--record needs --matcher judge and an answer cache (not --cache-mode off)")
+    llm = judges[0].llm
+    count = export_cassette(llm.cache, sorted(llm.keys_used), path)
+    echo(f"cassette written: {path} ({count} judge answers)")
 
 
 def _judge_by_folder(args: argparse.Namespace, names: list[str], pairs: list[Any]) -> Any:
@@ -164,6 +186,7 @@ def _evaluate_command(args: argparse.Namespace) -> str:
         ("--judge-variant", None if args.judge_variant == "default" else args.judge_variant),
         ("--json", args.json),
         ("--quality", args.quality),
+        ("--record", args.record),
         ("--provider", args.provider),
         ("--model", args.model),
         ("--base-url", args.base_url),
@@ -176,6 +199,33 @@ def _evaluate_command(args: argparse.Namespace) -> str:
     return redact(" ".join(shlex.quote(p) for p in parts))
 
 
+#: What a drawn pair's id may start with: letters, digits, ``-`` and ``_``.
+_PREFIX_RE = r"[A-Za-z][A-Za-z0-9_-]*"
+
+
+def _draw_origin(args: argparse.Namespace, models: set[str]) -> tuple[str, str, str]:
+    """The model, source and id prefix ``matchers draw`` records: ``--model`` or the
+    runs' one model, ``--source`` or the source that fits that model, ``--prefix`` or
+    ``p`` for the embedded model's pairs and ``c`` for a capable model's."""
+    import re
+
+    from hy_eval.harness.scoring import source_for_model
+
+    model = args.model
+    if model is None:
+        if len(models) != 1:
+            raise UserError(
+                f"the runs are of {len(models)} models ({', '.join(sorted(models))}): "
+                "name the one to record with --model"
+            )
+        model = next(iter(models))
+    source = args.source or source_for_model(model)
+    prefix = args.prefix or ("p" if source == "embedded_run" else "c")
+    if not re.fullmatch(_PREFIX_RE, prefix):
+        raise UserError(f"--prefix {prefix!r}: a letter, then letters, digits, - or _")
+    return model, source, prefix
+
+
 def cmd_matchers_draw(args: argparse.Namespace) -> int:
     from hy_eval.harness.analysis import blind_rows, draw, pair_rows
     from hy_eval.harness.runlog import RunFolderError, read_run
@@ -183,22 +233,29 @@ def cmd_matchers_draw(args: argparse.Namespace) -> int:
     if args.limit is not None and args.limit < 1:
         raise UserError(f"--limit {args.limit}: give a positive number of pairs")
     records: list[Any] = []
+    models: set[str] = set()
     for run_dir in args.runs:
         try:
-            records.extend(read_run(run_dir).records())
+            run = read_run(run_dir)
+            records.extend(run.records())
         except (RunFolderError, OSError) as exc:
             raise UserError(str(exc)) from None
-    chosen = draw(records, args.limit, args.seed)
+        models.add(run.manifest.model)
+    model, source, prefix = _draw_origin(args, models)
+    chosen = draw(records, args.limit, args.seed, even_langs=args.even_langs)
     if not chosen:
         raise UserError("no pairs: no case of these runs has a gold fact text and a prediction")
-    rows = pair_rows(chosen)
+    rows = pair_rows(chosen, prefix=prefix, source=source, model=model)
     _write(Path(args.out), rows)
     related = sum(c.related for c in chosen)
     unrelated = len(chosen) - related
-    echo(f"wrote {len(chosen)} pairs ({related} related, {unrelated} unrelated) to {args.out}")
+    echo(
+        f"wrote {len(chosen)} pairs ({related} related, {unrelated} unrelated; source "
+        f"{source}, model {model}, ids {rows[0]['pair']}...) to {args.out}"
+    )
     if args.blind:
         _write(Path(args.blind), blind_rows(rows))
-        echo(f"wrote the judges' copy (no keywords, no case ids) to {args.blind}")
+        echo(f"wrote the judges' copy (no keywords, no case ids, no source) to {args.blind}")
     return ExitCode.OK
 
 
@@ -252,9 +309,12 @@ def register(sub: Any) -> None:
     p = matchers.add_parser(
         "evaluate",
         help="each matcher's precision and recall (Wilson CIs) on a JSONL of judged pairs, "
-        "per kind and language (format: docs/metrics.md)",
+        "per kind and language, pooled and per source (format: docs/metrics.md)",
     )
-    p.add_argument("file", help="JSONL of {predicted, gold, lang, same, kind[, keywords, names]}")
+    p.add_argument(
+        "file",
+        help="JSONL of {predicted, gold, lang, same, kind[, keywords, names, split, source]}",
+    )
     p.add_argument(
         "--matcher",
         default="strict,keyword,fuzzy",
@@ -272,8 +332,14 @@ def register(sub: Any) -> None:
     p.add_argument("--json", help="also write the results as JSON here")
     p.add_argument(
         "--quality",
-        help="also write the precision and recall per language that runs report beside "
-        "their fact metrics (datasets/matcher_pairs/quality.json)",
+        help="also write the precision and recall per language, pooled and per source, that "
+        "runs report beside their fact metrics (datasets/matcher_pairs/quality.json)",
+    )
+    p.add_argument(
+        "--record",
+        metavar="FILE",
+        help="--matcher judge: also write the judge's answers this command used as a "
+        "cassette (cassette import loads it; CI replays the judge from it)",
     )
     p.add_argument(
         "--batch-dir",
@@ -299,6 +365,26 @@ def register(sub: Any) -> None:
         help="at most N pairs: related ones first, unrelated ones fill the rest",
     )
     p.add_argument("--seed", type=int, default=0, help="seed of the order and the fill (0)")
+    p.add_argument(
+        "--even-langs",
+        action="store_true",
+        help="take the related pairs under --limit from each language in turn (half each)",
+    )
+    p.add_argument(
+        "--source",
+        choices=("capable_run", "embedded_run"),
+        help="the benchmark source recorded on the pairs (default: embedded_run for the "
+        "embedded model's runs, capable_run for any other model's)",
+    )
+    p.add_argument(
+        "--model",
+        help="the model recorded on the pairs (default: the runs' model, when they share one)",
+    )
+    p.add_argument(
+        "--prefix",
+        help="the pair ids' prefix, so that another draw's ids do not collide in the "
+        "benchmark (default p for embedded_run, c for capable_run)",
+    )
     p.set_defaults(func=cmd_matchers_draw)
 
     p = matchers.add_parser(

@@ -2,6 +2,7 @@
 cross-subject guard, the SQLite store and ``MemoryClient`` (SPEC sections 4-7)."""
 
 from hy_eval.memory._client import AddResult, MemoryClient
+from hy_eval.memory._examples import example_people
 from hy_eval.memory._extract import EXTRACTION_SCHEMA, Extraction, Fact, build_profile
 from hy_eval.memory._prompts import PromptError, PromptLibrary, RenderedPrompt
 from hy_eval.memory._reconcile import (
@@ -12,7 +13,7 @@ from hy_eval.memory._reconcile import (
     guard,
 )
 from hy_eval.memory._store import Memory, MemoryStore
-from hy_eval.memory._subjects import Speakers, Subject, same_subject, subject_of
+from hy_eval.memory._subjects import Speakers, Subject, mentions, same_subject, subject_of
 
 __all__ = [
     "EXTRACTION_SCHEMA",
@@ -32,7 +33,9 @@ __all__ = [
     "Speakers",
     "Subject",
     "build_profile",
+    "example_people",
     "guard",
+    "mentions",
     "same_subject",
     "subject_of",
 ]

@@ -138,6 +138,50 @@ class PromptLibrary:
             raise PromptError(f"prompts/{rel}: does not extend _layout.j2 (no user marker)")
         return RenderedPrompt(system.strip(), user.strip(), rel)
 
+    def _chain(self, stage: str, lang: str) -> list[jinja2.Template]:
+        """The stage's template, then each template it extends, up to the root."""
+        chain = [self.template(stage, lang)]
+        seen = {self.path_for(stage, lang)}
+        while True:
+            name = chain[-1].name or ""
+            ast = self.env.parse((self.root / name).read_text(encoding="utf-8"), name=name)
+            parent = next(ast.find_all(jinja2.nodes.Extends), None)
+            if parent is None or not isinstance(parent.template, jinja2.nodes.Const):
+                return chain
+            rel = str(parent.template.value)
+            if rel in seen:  # a loop Jinja would refuse too; stop rather than spin
+                return chain
+            seen.add(rel)
+            chain.append(self.env.get_template(rel))
+
+    def block_text(
+        self, stage: str, lang: str, block: str, variables: dict[str, Any] | None = None
+    ) -> str | None:
+        """The text the named ``block`` renders to in this variant's ``stage`` template
+        (the variant's own block, or the one it inherits), with ``variables`` (every
+        variable of the stage set empty by default); None when no template of the chain
+        defines the block. Whether the rendered prompt shows the block is another
+        question: a variant may replace the block that held it (``short`` keeps the
+        default's ``examples`` block but its ``system`` block never calls it)."""
+        chain = self._chain(stage, lang)
+        if not any(block in t.blocks for t in chain):
+            return None
+        values: dict[str, Any] = dict.fromkeys(STAGE_VARIABLES[stage], "")
+        values["lang"] = lang
+        if "named_speakers" in values:
+            values["named_speakers"] = []
+        values.update(variables or {})
+        # What Jinja's ``extends`` does while rendering: every level's blocks, the
+        # child's first, so that ``super()`` and ``self.<block>()`` resolve as they do.
+        context = chain[0].new_context(values)
+        for parent in chain[1:]:
+            for name, func in parent.blocks.items():
+                context.blocks.setdefault(name, []).append(func)
+        try:
+            return "".join(context.blocks[block][0](context))
+        except jinja2.UndefinedError as exc:
+            raise PromptError(f"prompts/{self.path_for(stage, lang)}: {exc.message}") from None
+
     def file_hashes(self, stages: tuple[str, ...] = STAGES) -> dict[str, str]:
         """SHA-256 of every prompt file this variant uses for ``stages`` (the pipeline's
         by default; for run manifests)."""

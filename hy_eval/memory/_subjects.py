@@ -182,6 +182,14 @@ def subject_of(text: str, speakers: Speakers | None = None) -> Subject:
     return Subject("other", other) if other else Subject("unknown")
 
 
+def mentions(text: str, name: str) -> bool:
+    """Whether ``text`` names ``name`` in any of its forms (titles as ``_names.py`` reads
+    them), found as ``subject_of`` finds a speaker: "王伟" in "王伟先生说", "John" in
+    "[John]: hi", but not "Anne" in "Anne-Marie"."""
+    t = normalise_text(text)
+    return any(find_name(t, form) is not None for form in name_forms(name))
+
+
 def same_subject(a: Subject, b: Subject) -> bool:
     """Whether two facts may be merged: the same known subject on both sides. ``unknown``
     is no wildcard (R2): it is the same as nothing."""

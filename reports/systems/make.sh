@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# The side-by-side table of the memory systems on the embedded model (docs/systems.md).
+# The side-by-side table of the memory systems (docs/systems.md), on the embedded model
+# and on a capable model whose answers were made offline (docs/capable.md).
 #
 #   bash reports/systems/make.sh record   # live: run hy_memory and mem0 on the sample,
 #                                         # write their cassettes (tests/cassettes/)
 #   bash reports/systems/make.sh replay [OUT]   # from the cassettes: the three runs under
 #                                         # OUT/runs/, the table in OUT (default: this folder)
+#   bash reports/systems/make.sh replay-capable [OUT]   # the same from the capable
+#                                         # model's cassettes (default: reports/systems/capable)
 #
 # The sample: 20 cases spread evenly over the suite's files (--sample 20), the same for
 # every system; our own pipeline's answers come from the suite's full cassette. mem0 needs
@@ -51,8 +54,36 @@ replay)
     { printf '%s\n\n' "$note"; cat "$out/matrix.md"; } > "$out/matrix.md.new"
     mv "$out/matrix.md.new" "$out/matrix.md"
     ;;
+replay-capable)
+    # The capable model's answers were made from offline batch files (docs/capable.md);
+    # its cassettes replay under the openai provider with the model id "claude". The cache
+    # holds every answer: the key is never sent anywhere.
+    out="${2:-reports/systems/capable}"
+    mkdir -p "$out"
+    answers="$out/answers.sqlite"
+    rm -f "$answers"
+    for file in tests/cassettes/multi_speaker.default.claude.sample$SAMPLE.jsonl \
+        tests/cassettes/multi_speaker.hy_memory.default.claude.sample$SAMPLE.jsonl \
+        tests/cassettes/multi_speaker.mem0.default.claude.sample$SAMPLE.jsonl; do
+        python run_eval.py cassette import "$file" --cache "$answers" >/dev/null
+    done
+    common=(--suite multi_speaker --sample "$SAMPLE" --cache-mode replay-only
+        --cache "$answers" --no-reuse --quiet --max-error-rate 1
+        --provider openai --model claude --structured json_schema)
+    export OPENAI_API_KEY="${OPENAI_API_KEY:-unused}"
+    rm -rf "$out/runs"
+    python run_eval.py "${common[@]}" --out "$out/runs/hy_eval" >/dev/null
+    python run_eval.py "${common[@]}" --system hy_memory --out "$out/runs/hy_memory" >/dev/null
+    python run_eval.py "${common[@]}" --system mem0 --out "$out/runs/mem0" >/dev/null
+    rm -f "$answers"
+    python run_eval.py table "$out/runs/hy_eval" "$out/runs/hy_memory" "$out/runs/mem0" \
+        --out "$out"
+    note="The reports and comparison pages linked below are made by \`bash reports/systems/make.sh replay-capable\` (not committed)."
+    { printf '%s\n\n' "$note"; cat "$out/matrix.md"; } > "$out/matrix.md.new"
+    mv "$out/matrix.md.new" "$out/matrix.md"
+    ;;
 *)
-    echo "usage: make.sh record | replay [OUT]" >&2
+    echo "usage: make.sh record | replay [OUT] | replay-capable [OUT]" >&2
     exit 2
     ;;
 esac

@@ -1,8 +1,10 @@
 """``hy-eval matchers evaluate`` on a small judged-pairs file written here:
-hand-computed precision and recall per matcher, kind and language, the judge through the
+hand-computed precision and recall per matcher, kind and language, pooled and per source
+(with quality.json's ``by_source``), the judge through the
 loopback server (a malformed answer counts as "not the same"), and bad files refused."""
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -107,6 +109,61 @@ def test_keyword_and_fuzzy_against_hand_computed_counts(tmp_path, capsys):
     assert "(1 undecided: no keywords)" in text
 
 
+#: PAIRS' sources: the embedded model's run (1-3), written (4), a capable model's run (5, 6).
+SOURCES = ["embedded_run"] * 3 + ["written", "capable_run", "capable_run"]
+
+
+def test_every_matcher_per_source_language_and_kind(tmp_path, capsys):
+    with_sources = [{**p, "source": s} for p, s in zip(PAIRS, SOURCES, strict=True)]
+    path = write_pairs(tmp_path / "p.jsonl", with_sources)
+    out, quality = tmp_path / "r.json", tmp_path / "quality.json"
+    args = ["matchers", "evaluate", path, "--json", str(out), "--quality", str(quality)]
+    assert main(args) == 0
+    result = json.loads(out.read_text())
+    keyword, fuzzy = result["matchers"]["keyword"], result["matchers"]["fuzzy"]
+    assert sorted(fuzzy["source"]) == ["capable_run", "embedded_run", "written"]
+    # fuzzy accepts 1, 3, 5 (all the same), rejects 2, 4 (the same) and 6.
+    embedded = fuzzy["source"]["embedded_run"]
+    assert embedded["all"]["precision"] == rate(2, 2) and embedded["all"]["recall"] == rate(2, 2)
+    assert list(embedded["lang"]) == ["en"]
+    assert fuzzy["source"]["written"]["all"]["recall"] == rate(0, 1)
+    assert fuzzy["source"]["written"]["all"]["precision"]["value"] is None
+    capable = fuzzy["source"]["capable_run"]
+    assert capable["lang"]["zh"]["recall"] == rate(1, 1)
+    assert capable["lang_kind"]["en"]["partial"]["confusion"] == {
+        "tp": 0,
+        "fp": 0,
+        "fn": 0,
+        "tn": 1,
+    }
+    # keyword misses the paraphrase 1, accepts 3: per source, language and kind.
+    k = keyword["source"]["embedded_run"]
+    assert k["all"]["recall"] == rate(1, 2)
+    assert k["lang_kind"]["en"]["paraphrase"]["recall"] == rate(0, 1)
+    assert k["lang_kind"]["en"]["easy"]["precision"] == rate(1, 1)
+    assert keyword["source"]["capable_run"]["all"]["undecided"] == 1  # pair 6: no keywords
+    # Pooled as before.
+    assert fuzzy["all"]["recall"] == rate(3, 4)
+    text = capsys.readouterr().out
+    assert "source=embedded_run lang=en kind=paraphrase" in text
+    assert "source=written lang=zh" in text
+    assert "pooled and per source" in text
+
+    q = json.loads(quality.read_text())
+    assert q["source"] == f"{Path(path).as_posix()} (6 judged pairs)"
+    assert set(q["matchers"]) == {"strict", "keyword", "fuzzy"}
+    assert q["matchers"]["fuzzy"]["all"] == fuzzy["all"]
+    part = q["by_source"]["capable_run"]
+    assert part["source"] == f"the capable_run pairs of {Path(path).as_posix()} (2 judged pairs)"
+    assert part["matchers"]["fuzzy"] == {"all": capable["all"], **capable["lang"]}
+
+
+def test_pairs_without_a_source_have_no_source_breakdown(tmp_path, capsys):
+    result = evaluate(tmp_path)
+    assert all(entry["source"] == {} for entry in result["matchers"].values())
+    assert "source=" not in capsys.readouterr().out
+
+
 def test_the_judge_through_the_loopback_server(tmp_path):
     def script(req):
         prompt = req.messages[-1]["content"]
@@ -141,6 +198,70 @@ def test_the_judge_through_the_loopback_server(tmp_path):
     assert judge["all"]["confusion"]["tn"] == 1
 
 
+def test_the_judges_answers_recorded_replay_the_same_figures(tmp_path):
+    def script(req):
+        return Reply(body=openai_completion(json.dumps({"same": True, "reason": "x"})))
+
+    flags = ["--matcher", "judge", "--provider", "openai", "--model", "judge"]
+    with LoopbackServer(script) as server:
+        live = evaluate(
+            tmp_path,
+            *flags,
+            "--base-url",
+            server.openai_url,
+            "--api-key",
+            "sk-dummy",
+            "--cache",
+            str(tmp_path / "live.sqlite"),
+            "--record",
+            str(tmp_path / "judge.jsonl"),
+        )
+        asked = server.count
+    replay_cache = str(tmp_path / "replay.sqlite")
+    assert main(["cassette", "import", str(tmp_path / "judge.jsonl"), "--cache", replay_cache]) == 0
+    (tmp_path / "result.json").unlink()
+    replayed = evaluate(
+        tmp_path,
+        *flags,
+        "--base-url",
+        server.openai_url,
+        "--api-key",
+        "sk-dummy",
+        "--cache",
+        replay_cache,
+        "--cache-mode",
+        "replay-only",
+    )
+    assert asked == len(PAIRS) and replayed["matchers"] == live["matchers"]
+
+
+def test_the_judge_replay_only_on_an_empty_cache_is_one_line_and_exit_4(tmp_path, capsys):
+    # No answer stored: the judge's first pair misses; the command says so in one line.
+    code = main(
+        [
+            "matchers",
+            "evaluate",
+            write_pairs(tmp_path / "p.jsonl"),
+            "--matcher",
+            "judge",
+            "--provider",
+            "openai",
+            "--model",
+            "judge",
+            "--api-key",
+            "sk-dummy",
+            "--cache",
+            str(tmp_path / "empty.sqlite"),
+            "--cache-mode",
+            "replay-only",
+        ]
+    )
+    err = capsys.readouterr().err
+    assert code == 4
+    assert "no cached answer in replay-only mode" in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+
+
 @pytest.mark.parametrize(
     "line, message",
     [
@@ -151,6 +272,11 @@ def test_the_judge_through_the_loopback_server(tmp_path):
             '{"predicted": "a", "gold": "b", "lang": "en", "same": true, "kind": "x", '
             '"keywords": [""]}',
             '"keywords"',
+        ),
+        (
+            '{"predicted": "a", "gold": "b", "lang": "en", "same": true, "kind": "x", '
+            '"source": "run"}',
+            '"source"',
         ),
         ("not json", "not JSON"),
     ],

@@ -26,12 +26,15 @@ from hy_eval.harness.analysis._matcher_eval import (
     evaluate,
     evaluation_text,
     keyword_decides,
+    quality_figures,
     read_pairs,
     scores,
 )
 from hy_eval.harness.analysis._outcomes import CompareError, RunOutcomes, run_outcomes
 from hy_eval.harness.analysis._outputs_diff import diff_words
 from hy_eval.harness.analysis._pairdraw import (
+    PAIR_SOURCES,
+    RUN_SOURCES,
     VerdictFileError,
     agreement,
     agreement_text,
@@ -69,6 +72,8 @@ from hy_eval.harness.analysis._suitestats import (
 __all__ = [
     "BOOTSTRAP_SAMPLES",
     "GROUP_KEYS",
+    "PAIR_SOURCES",
+    "RUN_SOURCES",
     "SEED",
     "Z_80",
     "CompareError",
@@ -110,6 +115,7 @@ __all__ = [
     "paired_difference",
     "perturbation_section",
     "power_table",
+    "quality_figures",
     "ratio_with_ci",
     "read_pairs",
     "read_verdicts",

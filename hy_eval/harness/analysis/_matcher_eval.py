@@ -6,7 +6,8 @@ on each pair alone, so this measures its acceptance rule; the one-to-one assignm
 among a case's facts is not measured here. Precision is the share of the pairs a
 matcher accepts that people judged the same; recall the share of the pairs people judged
 the same that it accepts. Each comes with Wilson's 95% interval (``_stats``), over all
-pairs, per ``kind`` and per language.
+pairs, per ``kind`` and per language, and the same per source of the pairs (the
+embedded model's runs, capable models' runs, written pairs).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hy_eval.harness.analysis._aggregate import fmt_ratio
+from hy_eval.harness.analysis._pairdraw import PAIR_SOURCES
 from hy_eval.harness.analysis._stats import wilson_interval
 from hy_eval.harness.datasets import contains_all, keyword_problem
 from hy_eval.harness.runlog import MetricEntry
@@ -49,6 +51,9 @@ class JudgedPair:
     names: list[str] = field(default_factory=list)
     #: ``dev`` (rules and thresholds may be tuned on it) or ``test`` (never), or None.
     split: str | None = None
+    #: Where the pair comes from (``PAIR_SOURCES``: a run of the embedded model, of a
+    #: capable model, or written), or None.
+    source: str | None = None
 
 
 def _pair_problem(row: Any) -> str | None:
@@ -74,6 +79,8 @@ def _pair_problem(row: Any) -> str | None:
         return '"names" must be a list of strings'
     if row.get("split") not in (None, "dev", "test"):
         return '"split" must be "dev" or "test"'
+    if row.get("source") not in (None, *PAIR_SOURCES):
+        return f'"source" must be one of {", ".join(PAIR_SOURCES)}'
     return None
 
 
@@ -107,6 +114,7 @@ def read_pairs(path: str | Path) -> list[JudgedPair]:
                 row.get("keywords"),
                 list(row.get("names", [])),
                 row.get("split"),
+                row.get("source"),
             )
         )
     if problems:
@@ -183,21 +191,52 @@ def scores(pairs: Sequence[JudgedPair], decisions: Sequence[bool | None]) -> dic
     }
 
 
+def _groups(
+    pairs: Sequence[JudgedPair], key: Callable[[JudgedPair], str]
+) -> list[tuple[str, list[int]]]:
+    """The indices of ``pairs`` by ``key``, in the key's order."""
+    groups: dict[str, list[int]] = {}
+    for i, pair in enumerate(pairs):
+        groups.setdefault(key(pair), []).append(i)
+    return sorted(groups.items())
+
+
+def _breakdown(pairs: Sequence[JudgedPair], decided: Sequence[bool | None]) -> dict[str, Any]:
+    """Scores over ``pairs``, per ``kind``, per ``lang`` and per language and kind."""
+
+    def of(idx: list[int]) -> dict[str, Any]:
+        return scores([pairs[i] for i in idx], [decided[i] for i in idx])
+
+    entry: dict[str, Any] = {"all": scores(pairs, decided)}
+    entry["kind"] = {k: of(idx) for k, idx in _groups(pairs, lambda p: p.kind)}
+    entry["lang"] = {k: of(idx) for k, idx in _groups(pairs, lambda p: p.lang)}
+    entry["lang_kind"] = {}
+    for lang, idx in _groups(pairs, lambda p: p.lang):
+        in_lang = [pairs[i] for i in idx]
+        entry["lang_kind"][lang] = {
+            kind: of([idx[j] for j in sub]) for kind, sub in _groups(in_lang, lambda p: p.kind)
+        }
+    return entry
+
+
 def evaluate(
     pairs: Sequence[JudgedPair], decisions: Mapping[str, Sequence[bool | None]]
 ) -> dict[str, Any]:
-    """Each matcher's scores over all pairs, per ``kind`` and per ``lang``."""
+    """Each matcher's scores over all pairs (pooled), per ``kind``, per ``lang`` and per
+    language and kind, and the same again per ``source`` (``source``: source -> that
+    breakdown, over the pairs that name their source)."""
     out: dict[str, Any] = {"pairs": len(pairs), "matchers": {}}
+    named = [i for i, p in enumerate(pairs) if p.source]
+    by_source = [
+        (source, [named[j] for j in sub])
+        for source, sub in _groups([pairs[i] for i in named], lambda p: p.source or "")
+    ]
     for name, decided in decisions.items():
-        entry = {"all": scores(pairs, decided)}
-        for key in ("kind", "lang"):
-            groups: dict[str, list[int]] = {}
-            for i, pair in enumerate(pairs):
-                groups.setdefault(getattr(pair, key), []).append(i)
-            entry[key] = {
-                value: scores([pairs[i] for i in idx], [decided[i] for i in idx])
-                for value, idx in sorted(groups.items())
-            }
+        entry = _breakdown(pairs, decided)
+        entry["source"] = {
+            source: _breakdown([pairs[i] for i in idx], [decided[i] for i in idx])
+            for source, idx in by_source
+        }
         out["matchers"][name] = entry
     return out
 
@@ -228,19 +267,54 @@ def _cell(rate: dict[str, Any]) -> str:
 
 
 def evaluation_text(result: dict[str, Any]) -> str:
-    """The table ``matchers evaluate`` prints."""
+    """The table ``matchers evaluate`` prints: each matcher pooled (all, per kind, per
+    language), then per source (all, per language, per language and kind)."""
     lines = [
         f"{result['pairs']} judged pairs; precision and recall with Wilson 95% intervals",
-        f"{'matcher':<8} {'slice':<22} {'pairs':>5}  {'precision':<30} {'recall':<30}",
+        f"{'matcher':<8} {'slice':<46} {'pairs':>5}  {'precision':<30} {'recall':<30}",
     ]
     for name, entry in result["matchers"].items():
         rows = [("all", entry["all"])]
         rows += [(f"kind={k}", s) for k, s in entry["kind"].items()]
         rows += [(f"lang={k}", s) for k, s in entry["lang"].items()]
+        for source, part in entry.get("source", {}).items():
+            rows.append((f"source={source}", part["all"]))
+            for lang, s in part["lang"].items():
+                rows.append((f"source={source} lang={lang}", s))
+                rows += [
+                    (f"source={source} lang={lang} kind={k}", ks)
+                    for k, ks in part["lang_kind"][lang].items()
+                ]
         for label, s in rows:
             undecided = f"  ({s['undecided']} undecided: no keywords)" if s["undecided"] else ""
             lines.append(
-                f"{name:<8} {label:<22} {s['pairs']:>5}  {_cell(s['precision']):<30} "
+                f"{name:<8} {label:<46} {s['pairs']:>5}  {_cell(s['precision']):<30} "
                 f"{_cell(s['recall']):<30}{undecided}"
             )
     return "\n".join(lines)
+
+
+def quality_figures(result: dict[str, Any], where: str) -> dict[str, Any]:
+    """The contents of quality.json (``hy_eval.harness.scoring.quality_of`` reads it):
+    each static matcher's figures overall and per language, pooled under ``matchers``
+    and per source under ``by_source``, each with a ``source`` sentence built on
+    ``where`` (the part and file measured)."""
+
+    def per_lang(entry: dict[str, Any]) -> dict[str, Any]:
+        return {"all": entry["all"], **entry["lang"]}
+
+    static = {k: v for k, v in result["matchers"].items() if k != "judge"}
+    sources = sorted({s for entry in static.values() for s in entry.get("source", {})})
+    by_source = {}
+    for source in sources:
+        matchers = {n: per_lang(e["source"][source]) for n, e in static.items()}
+        count = next(iter(matchers.values()))["all"]["pairs"]
+        by_source[source] = {
+            "source": f"the {source} pairs of {where} ({count} judged pairs)",
+            "matchers": matchers,
+        }
+    return {
+        "source": f"{where} ({result['pairs']} judged pairs)",
+        "matchers": {n: per_lang(e) for n, e in static.items()},
+        "by_source": by_source,
+    }

@@ -14,8 +14,9 @@ a seeded random order.
 
 The file written has the pairs format with ``same`` and ``kind`` left empty (``null``)
 for the judges to fill. The judges' blind copy (``blind_rows``) keeps only the pair id,
-the language, the two facts and the speakers' names: no case id and no keywords (what the
-keyword matcher reads).
+the language, the two facts and the speakers' names: no case id, no keywords (what the
+keyword matcher reads), no matcher's verdict, and not the source or model the pairs were
+drawn from.
 """
 
 from __future__ import annotations
@@ -97,9 +98,16 @@ def case_candidates(record: CaseRecord) -> list[Candidate]:
     return out
 
 
-def draw(records: Iterable[CaseRecord], limit: int | None = None, seed: int = 0) -> list[Candidate]:
+def draw(
+    records: Iterable[CaseRecord],
+    limit: int | None = None,
+    seed: int = 0,
+    even_langs: bool = False,
+) -> list[Candidate]:
     """The distinct candidate pairs of ``records``: all of them, or every related one and
-    unrelated ones up to ``limit`` (module docstring)."""
+    unrelated ones up to ``limit`` (module docstring). With ``even_langs`` the related
+    pairs under ``limit`` are taken in turn from each language, so a run of more Chinese
+    than English facts still gives half of each while both last."""
     seen: set[tuple[str, str]] = set()
     pool: list[Candidate] = []
     for record in records:
@@ -111,7 +119,8 @@ def draw(records: Iterable[CaseRecord], limit: int | None = None, seed: int = 0)
     rng.shuffle(pool)
     if limit is None or limit >= len(pool):
         return pool
-    chosen = [c for c in pool if c.related][:limit]
+    related = [c for c in pool if c.related]
+    chosen = _even(related, limit) if even_langs else related[:limit]
     by_lang: dict[str, list[Candidate]] = {}
     for c in pool:
         if not c.related:
@@ -125,12 +134,43 @@ def draw(records: Iterable[CaseRecord], limit: int | None = None, seed: int = 0)
     return chosen
 
 
-def pair_rows(chosen: Sequence[Candidate]) -> list[dict[str, Any]]:
-    """The rows of a pairs file to be judged (``same`` and ``kind`` empty)."""
+def _even(pairs: list[Candidate], limit: int) -> list[Candidate]:
+    """Up to ``limit`` of ``pairs``, one language after the other in a fixed order."""
+    queues: dict[str, list[Candidate]] = {}
+    for c in pairs:
+        queues.setdefault(c.lang, []).append(c)
+    for queue in queues.values():
+        queue.reverse()  # pop() takes them in the shuffled order
+    chosen: list[Candidate] = []
+    while len(chosen) < limit and any(queues.values()):
+        for lang in sorted(queues):
+            if queues[lang] and len(chosen) < limit:
+                chosen.append(queues[lang].pop())
+    return chosen
+
+
+#: Where a benchmark pair comes from (datasets/matcher_pairs/build_bench.py): a run of the
+#: embedded model, a run of a capable model, or written by hand.
+PAIR_SOURCES = ("embedded_run", "capable_run", "written")
+#: The sources ``matchers draw`` can record: the pairs it draws come from runs.
+RUN_SOURCES = ("embedded_run", "capable_run")
+
+
+def pair_rows(
+    chosen: Sequence[Candidate],
+    prefix: str = "p",
+    source: str | None = None,
+    model: str | None = None,
+) -> list[dict[str, Any]]:
+    """The rows of a pairs file to be judged (``same`` and ``kind`` empty), with ids
+    ``{prefix}0001``... (another prefix keeps another draw's ids apart in the benchmark)
+    and, when given, the ``source`` and ``model`` the pairs were drawn from."""
+    if source is not None and source not in RUN_SOURCES:
+        raise ValueError(f"source {source!r}: expected one of {', '.join(RUN_SOURCES)}")
     rows = []
     for i, c in enumerate(chosen, 1):
         row: dict[str, Any] = {
-            "pair": f"p{i:04d}",
+            "pair": f"{prefix}{i:04d}",
             "case": c.case,
             "lang": c.lang,
             "gold": c.gold,
@@ -141,6 +181,10 @@ def pair_rows(chosen: Sequence[Candidate]) -> list[dict[str, Any]]:
         }
         if c.keywords is not None:
             row["keywords"] = c.keywords
+        if source is not None:
+            row["source"] = source
+        if model is not None:
+            row["model"] = model
         rows.append(row)
     return rows
 

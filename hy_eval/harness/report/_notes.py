@@ -9,10 +9,7 @@ from a run folder says the same."""
 from __future__ import annotations
 
 from hy_eval.harness.runlog import RunSummary
-
-#: The embedded model (``llm/local/_local.DEFAULT_LOCAL_MODEL``); named here so the report does
-#: not import the model layer for a string.
-EMBEDDED_MODEL = "SmolLM2-135M-Instruct"
+from hy_eval.harness.scoring import EMBEDDED_MODEL
 
 #: Each metric in one line: what is counted over what (docs/metrics.md has the rules).
 MEANINGS: dict[str, str] = {
@@ -28,6 +25,7 @@ MEANINGS: dict[str, str] = {
     "untouched_violation_rate": "memories that had to stay untouched but were changed",
     "profile_leak_rate": "strings that must stay out of the L0 profile but were found in it",
     "noncanonical_subject_rate": "facts about the user that name the user, not 'The user'",
+    "echoed_subject_rate": "facts about a person of the prompt's examples the case never names",
     "parse_failure_rate": "cases with a model answer that could not be used",
     "fallback_rate": "reconcile steps that fell back to adding every fact (R3)",
     "error_rate": "cases that failed with a provider error after their retries",

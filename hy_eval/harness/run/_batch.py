@@ -242,9 +242,10 @@ def start_batch_serve(cfg: RunConfig, run_dir: Path) -> BatchServe:
 
 
 def case_waits(serve: BatchServe, spooled_before: int) -> bool:
-    """Whether a case that failed did so waiting for answers: a request was kept while
-    it ran (with cases at once, maybe another's: then it runs again next round, which
-    costs a run, never a record). After ``ROUNDS_LIMIT`` rounds no case waits any more."""
+    """Whether a case waits for answers: a request was kept while it ran, whether its
+    system failed the case or swallowed the kept call's 502 and finished (with cases at
+    once, maybe another's: then it runs again next round, which costs a run, never a
+    record). After ``ROUNDS_LIMIT`` rounds no case waits any more."""
     return serve.provider.misses > spooled_before and serve.rounds < ROUNDS_LIMIT
 
 

@@ -152,13 +152,15 @@ class CaseLoop:
             reused = self.records_reused
             spooled = self._batch_serve.provider.misses if self._batch_serve else 0
             try:
-                line, error = await self._case_line(pool, item, system)
+                line, error = await self._case_line(pool, item, system, spooled)
             except RunStopped:
                 if pool.stop.is_set():  # interrupted: no record, a resume runs the case
                     return
                 raise
-            if error and self._batch_serve and case_waits(self._batch_serve, spooled):
-                # Its model calls wait in the batch folder: the next round runs it.
+            if self._batch_serve and case_waits(self._batch_serve, spooled):
+                # Its model calls wait in the batch folder: the next round runs it. A case
+                # whose system swallowed the 502 of a kept call and finished waits too: its
+                # record would lack that call's answer (hy_memory does so for some calls).
                 self.cases_waiting += 1
                 progress.finish(label, error, reused=False)
                 continue
@@ -173,10 +175,12 @@ class CaseLoop:
         cfg = self.config
         return OwnPipeline(llm, prompts, prices, cfg.guard, temperature=cfg.temperature)
 
-    async def _case_line(self, pool: _Pool, item: Item, system: MemorySystem) -> tuple[str, bool]:
+    async def _case_line(
+        self, pool: _Pool, item: Item, system: MemorySystem, spooled: int
+    ) -> tuple[str, bool]:
         """One case's record line, and whether it is a provider error: the line of an
         earlier run with the same inputs (from the result cache, byte for byte), or the
-        line of the case run now."""
+        line of the case run now (kept for reuse unless it errs or waits for answers)."""
         ref, text, repeat = item
         cfg = self.config
         # Keyed by the case's line as written: any edit to it runs it again.
@@ -201,7 +205,8 @@ class CaseLoop:
         )
         line = record.to_line()  # redacted once, before cases.jsonl and the cache
         error = record.status == "error"
-        if reuse is not None and not error:
+        waits = self._batch_serve is not None and case_waits(self._batch_serve, spooled)
+        if reuse is not None and not error and not waits:
             reuse.put_record(key, line)
         return line, error
 

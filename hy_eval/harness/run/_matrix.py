@@ -199,9 +199,10 @@ def metric_table(entries: Sequence[MatrixEntry]) -> list[str]:
 
 
 def _cell(summary: RunSummary, metric: str) -> str:
-    """``0.139 [0.081, 0.205] n=20``; n/a or n/m without a value."""
-    entry = summary.metrics[metric]
-    if entry.value is None:
+    """``0.139 [0.081, 0.205] n=20``; n/a or n/m without a value (n/a too for a metric
+    added after the run's summary was written)."""
+    entry = summary.metrics.get(metric)
+    if entry is None or entry.value is None:
         return summary.missing(metric)
     lo, hi = entry.ci
     if lo is None or hi is None:

@@ -25,6 +25,12 @@ class ScoreFact(FilePart):
         description="The user named by their own name, not as 'the user' "
         "(counted by noncanonical_subject_rate).",
     )
+    echoed: str | None = Field(
+        default=None,
+        description="The person of the prompt's worked examples this fact is about, who is "
+        "named nowhere in the conversation or history (counted by echoed_subject_rate); "
+        "absent otherwise.",
+    )
 
 
 class FactMatch(FilePart):
@@ -36,6 +42,11 @@ class FactMatch(FilePart):
     keywords: list[Any] = Field(default_factory=list, description="The gold fact's keywords.")
     matched: int | None = Field(
         default=None, description="Index of the predicted fact paired with it; None: no match."
+    )
+    also: list[int] | None = Field(
+        default=None,
+        description="strict: further predicted facts the gold fact is stated across (a "
+        "fact split in two); subject_ok and owner_ok hold only when they hold for each.",
     )
     text: str | None = Field(default=None, description="The paired fact's text.")
     predicted_subject: str | None = Field(

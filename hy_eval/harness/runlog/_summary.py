@@ -158,9 +158,23 @@ class MatcherScores(FilePart):
 
 class MatcherQuality(FilePart):
     """How far the run's matcher can be trusted (datasets/matcher_pairs/quality.json):
-    ``source``, and the scores under ``all``, ``en`` and ``zh``."""
+    ``source``, which benchmark source the figures are of, and the scores under ``all``,
+    ``en`` and ``zh``."""
 
     source: str = Field(default="", description="Where the figures were measured.")
+    pair_source: str | None = Field(
+        default=None,
+        description="The benchmark source the figures are of (embedded_run, capable_run); "
+        "None: all sources pooled.",
+    )
+    fits: str | None = Field(
+        default=None,
+        description="The source that fits the run's model; when pair_source is None it "
+        "had too few pairs and the pooled figures were used. None: no model was given.",
+    )
+    fits_pairs: dict[str, int] | None = Field(
+        default=None, description="Language -> the fitting source's benchmark pairs."
+    )
     __pydantic_extra__: dict[str, MatcherScores] = Field(init=False)
 
     def of(self, part: str) -> MatcherScores | None:

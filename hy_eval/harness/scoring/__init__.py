@@ -28,7 +28,14 @@ from hy_eval.harness.scoring._matching import (
     static_matcher,
 )
 from hy_eval.harness.scoring._numbers import number_conflict
-from hy_eval.harness.scoring._quality import corrected_recall, corrected_text, quality_text
+from hy_eval.harness.scoring._quality import (
+    EMBEDDED_MODEL,
+    MIN_SOURCE_PAIRS,
+    corrected_recall,
+    corrected_text,
+    quality_text,
+    source_for_model,
+)
 from hy_eval.harness.scoring._score import (
     ACCURACY_METRICS,
     METRICS,
@@ -42,9 +49,11 @@ from hy_eval.harness.scoring._strict import bounded, decide
 
 __all__ = [
     "ACCURACY_METRICS",
+    "EMBEDDED_MODEL",
     "FUZZY_THRESHOLD",
     "MATCHERS",
     "METRICS",
+    "MIN_SOURCE_PAIRS",
     "REASON_LIMIT",
     "SCORED_TEXT_LIMIT",
     "SCORING_DEADLINE_S",
@@ -79,5 +88,6 @@ __all__ = [
     "quality_text",
     "score_case",
     "similarity",
+    "source_for_model",
     "static_matcher",
 ]

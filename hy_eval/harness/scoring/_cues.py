@@ -1,6 +1,12 @@
 """The cues the ``strict`` matcher reads in a fact sentence, in English and Chinese
 (docs/metrics.md, "Matchers"): negation, plan or done, and a question or request.
 
+A denied failure ("without missing a payment", "never missed one") is no negation of
+the fact: it is read apart and refused only against a failure stated ("missed a
+payment"). The end of a habit ("quit drinking", "stopped smoking") agrees with "no
+longer drinks", though it negates nothing. A question word before 都 or 也 (哪儿都去不了)
+asks nothing.
+
 Each cue is read from the words: Latin words as ``_words.latin_words`` gives them,
 Chinese through the segmenter (``_segment.words``), so 不 in 不错 ("not bad") or 没 in
 没关系 is no negation, and 要 in 需要 no plan. The lists are short on purpose; what they
@@ -26,6 +32,20 @@ _ZH_NOT_NEGATIONS = word_set(
     不料 不禁 不妨 不时 不满 不安 不足 没关系 没事 没错 未来 未必 未免 不一定 差不多 了不起
     对不起 说不定 要不 要不然 不耐受 不得了 不得已 未婚 未婚妻 未婚夫 未成年 不良 发育不良
     消化不良 营养不良"""
+)
+
+_FAILURES = r"(?:miss|skip|fail|default)(?:es|s|ed|ing|ped|ping)?"
+#: A failure denied: "without missing a payment", "never once missed", "hasn't missed".
+_EN_KEPT = re.compile(
+    rf"(?:\b(?:without|never|not|no)|n['’]t)\s+(?:(?:once|ever|even|a|any|single)\s+)*"
+    rf"{_FAILURES}\b"
+)
+#: A failure stated ("missed a payment", "skipped a session").
+_EN_FAILED = re.compile(rf"\b{_FAILURES}\b")
+#: The end of a habit, a "no longer": "quit drinking", "stopped smoking", "gave up running".
+_EN_CEASED = re.compile(
+    r"\b(?:quit|quits|quitting|stopped|stops|stop|gave up|given up|gives up|give up)\s+"
+    r"[a-z]+ing\b"
 )
 
 _EN_PLAN_WORDS = word_set(
@@ -94,6 +114,15 @@ class Cues:
     plan: bool
     done: bool
     question: bool
+    #: A failure denied ("without missing a payment", "has never missed one"): no
+    #: negation of the fact, which says something was always kept.
+    kept: bool = False
+    #: A failure stated ("missed a payment"): what ``kept`` denies.
+    failed: bool = False
+    #: Negated by "no longer" alone ("Tom no longer drinks").
+    no_longer: bool = False
+    #: The end of a habit ("quit drinking", "stopped smoking"): what "no longer" says.
+    ceased: bool = False
 
     @property
     def tense(self) -> str | None:
@@ -110,9 +139,20 @@ def read_cues(sentence: str, zh_words: Sequence[str], whole: bool = True) -> Cue
     latin = latin_words(sentence)
     lowered = " ".join(sentence.casefold().split())
     zh = set(zh_words)
-    negated = any(w in _EN_NEGATIONS or w.endswith(("n't", "n’t")) for w in latin)
-    negated = negated or "no longer" in lowered
+    # A denied failure ("without missing", "never missed") is read apart, not as a
+    # negation of the fact; the rest of the sentence is read for negation as before.
+    kept = bool(_EN_KEPT.search(lowered))
+    rest = _EN_KEPT.sub(" ", lowered) if kept else lowered
+    failed = bool(_EN_FAILED.search(rest))
+    # "no longer" is told apart from the other negations: the end of a habit in other
+    # words ("quit drinking") agrees with it.
+    without_no_longer = rest.replace("no longer", " ")
+    negated = any(
+        w in _EN_NEGATIONS or w.endswith(("n't", "n’t")) for w in latin_words(without_no_longer)
+    )
     negated = negated or _zh_negated(sentence, zh_words)
+    no_longer = not negated and "no longer" in rest
+    negated = negated or no_longer
     plan = bool(zh & _ZH_PLAN) or any(w in _EN_PLAN_WORDS for w in latin)
     plan = plan or bool(_EN_PLAN_PHRASES.search(lowered))
     done = bool(zh & _ZH_DONE) or any(w in _EN_DONE_WORDS for w in latin)
@@ -122,10 +162,36 @@ def read_cues(sentence: str, zh_words: Sequence[str], whole: bool = True) -> Cue
     stripped = lowered.rstrip(" .。!！~～…")
     question = stripped.endswith(("?", "？")) or bool(_EN_ASKED.search(lowered))
     question = question or (whole and bool(_EN_QUESTION_START.match(lowered)))
-    question = question or bool(zh & _ZH_QUESTION_WORDS) or bool(_ZH_A_NOT_A.search(sentence))
+    asking = {w for w in zh & _ZH_QUESTION_WORDS if not _indefinite(sentence, w)}
+    question = question or bool(asking) or bool(_ZH_A_NOT_A.search(sentence))
     question = question or alternative_question(sentence)
     question = question or sentence.lstrip().startswith(_ZH_REQUEST_START)
-    return Cues(negated=negated, plan=plan, done=done, question=question)
+    return Cues(
+        negated=negated,
+        plan=plan,
+        done=done,
+        question=question,
+        kept=kept,
+        failed=failed,
+        no_longer=no_longer,
+        ceased=bool(_EN_CEASED.search(rest)),
+    )
+
+
+#: A question word before 都 or 也 is an indefinite: 哪儿都去不了 "cannot go anywhere",
+#: 什么都吃 "eats anything", 谁也不认识 "knows nobody".
+_ZH_INDEFINITE_AFTER = ("都", "也")
+
+
+def _indefinite(sentence: str, word: str) -> bool:
+    """Whether every occurrence of the question word ``word`` in ``sentence`` is
+    followed by 都 or 也, so it asks nothing."""
+    at = sentence.find(word)
+    while at >= 0:
+        if not sentence.startswith(_ZH_INDEFINITE_AFTER, at + len(word)):
+            return False
+        at = sentence.find(word, at + 1)
+    return True
 
 
 def _zh_negated(sentence: str, zh_words: Sequence[str]) -> bool:
@@ -167,12 +233,22 @@ def cue_words() -> frozenset[str]:
     return _EN_PLAN_WORDS | adverbs | _ZH_PLAN | zh_done | _ZH_NEGATIONS | _EN_NEGATIONS
 
 
+def _ended(a: Cues, b: Cues) -> bool:
+    """Whether one side says "no longer" and the other ends the habit in other words
+    ("Tom no longer drinks" / "Tom quit drinking"): one statement, not a negation on one
+    side. Against a plain statement ("Tom drinks") the end of a habit is refused by
+    the direction of change (``_frames``: "quit" leaves what the gold names)."""
+    return (a.no_longer and b.ceased) or (b.no_longer and a.ceased)
+
+
 def conflict(gold: Cues, predicted: Cues) -> str | None:
     """Why the predicted sentence cannot state the gold fact, by its cues, or None."""
     if predicted.question and not gold.question:
         return "a question or request, not a statement"
-    if gold.negated != predicted.negated:
+    if gold.negated != predicted.negated and not _ended(gold, predicted):
         return "negation differs"
+    if (gold.kept and predicted.failed) or (gold.failed and predicted.kept):
+        return "negation differs (a failure denied on one side, stated on the other)"
     if gold.tense and predicted.tense and gold.tense != predicted.tense:
         return f"{gold.tense} in the gold fact, {predicted.tense} in the prediction"
     return None

@@ -25,6 +25,7 @@ from typing import Any, Protocol
 from hy_eval.harness.datasets import GoldFact, contains_all, first_forms
 from hy_eval.harness.runlog import JudgeInfo, MatcherPair, RunManifest
 from hy_eval.harness.scoring._fuzzy import match_fuzzy, max_weight_assignment
+from hy_eval.harness.scoring._pairing import Extra, decider, shared, unions
 from hy_eval.harness.scoring._quality import quality_of, quality_text
 from hy_eval.harness.scoring._strict import AGREEMENT_THRESHOLD, Decision, decide
 from hy_eval.memory import Speakers
@@ -69,6 +70,9 @@ class Pick:
 
     predicted: int | None
     detail: dict[str, Any] = field(default_factory=dict)
+    #: Further predictions the gold fact is stated across (``strict`` only: a fact
+    #: split in two), each scored for subject and owner with ``predicted``.
+    also: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -139,7 +143,9 @@ class KeywordMatcher:
 class StrictMatcher:
     """The default matcher: ``_strict.decide`` on every pair, then one-to-one with the
     most pairs, then the highest total agreement, and only then the best subject and
-    owner (docs/metrics.md, "`strict`")."""
+    owner (docs/metrics.md, "`strict`"). Then many-to-many (``_pairing``): a gold fact
+    left over may share a prediction another gold fact took, on a clause of its own, or
+    be stated across two predictions."""
 
     name = "strict"
 
@@ -148,7 +154,8 @@ class StrictMatcher:
         self.threshold = threshold
 
     def assign(self, golds: Sequence[GoldFact], texts: Sequence[str], rank: Rank) -> list[Pick]:
-        decisions = self._decisions(golds, texts)
+        stop = time.monotonic() + SCORING_DEADLINE_S
+        decisions = self._decisions(golds, texts, stop)
         count = min(len(golds), len(texts))
         # One more pair outweighs any sum of agreements (each at most 1); the rank bonus,
         # all of it together below 1e-4, only breaks ties of agreement.
@@ -161,18 +168,32 @@ class StrictMatcher:
             ]
             for g, row in enumerate(decisions)
         ]
+        taken = [
+            p if p is not None and decisions[g][p].accepted else None
+            for g, p in enumerate(max_weight_assignment(weights))
+        ]
+        # The pairing after one-to-one shares the case's deadline.
+        judge = decider(self.names, self.threshold, lambda: _within(stop))
+        whole = [[d.accepted for d in row] for row in decisions]
+        extra = shared(golds, texts, taken, whole, rank, self.names, judge)
+        missing = [g for g, p in enumerate(taken) if p is None and g not in extra]
+        extra.update(unions(golds, texts, missing, rank, self.names, lambda: _within(stop)))
         picks = []
-        for g, p in enumerate(max_weight_assignment(weights)):
-            if p is None or not decisions[g][p].accepted:
-                picks.append(Pick(None))
-            else:
+        for g, p in enumerate(taken):
+            if p is not None:
                 picks.append(Pick(p, {"agreement": round(decisions[g][p].agreement, 3)}))
+            elif g in extra:
+                picks.append(_extra_pick(extra[g]))
+            else:
+                picks.append(Pick(None))
         return picks
 
-    def _decisions(self, golds: Sequence[GoldFact], texts: Sequence[str]) -> list[list[Decision]]:
-        """``decide`` on every (gold, predicted) pair, within ``SCORING_DEADLINE_S``."""
+    def _decisions(
+        self, golds: Sequence[GoldFact], texts: Sequence[str], stop: float
+    ) -> list[list[Decision]]:
+        """``decide`` on every (gold, predicted) pair, by ``stop`` (``time.monotonic``;
+        ``SCORING_DEADLINE_S`` after the case's matching began)."""
         deadline = SCORING_DEADLINE_S
-        stop = time.monotonic() + deadline
         out: list[list[Decision]] = []
         for g in golds:
             row = []
@@ -186,6 +207,28 @@ class StrictMatcher:
                     )
             out.append(row)
         return out
+
+
+def _within(stop: float) -> None:
+    """Raise ``ScoringDeadline`` when ``stop`` (``time.monotonic``) has passed: the check
+    of the pairing after one-to-one (``_pairing``)."""
+    if time.monotonic() > stop:
+        raise ScoringDeadline(
+            f"matching took over {SCORING_DEADLINE_S:g} s (in the pairing after one-to-one)"
+        )
+
+
+def _extra_pick(extra: Extra) -> Pick:
+    """The pick of a gold fact paired after one-to-one (``_pairing``): on a part of a
+    prediction another gold fact also has (``part``), or on two predictions (``also``,
+    the second one's index; the pick's ``predicted`` is the first)."""
+    detail: dict[str, Any] = {"agreement": round(extra.agreement, 3)}
+    if extra.part is not None:
+        detail["part"] = extra.part
+    if extra.also is not None:
+        detail["union"] = True
+    also = () if extra.also is None else (extra.also,)
+    return Pick(extra.predicted, detail, also)
 
 
 class FuzzyMatcher:
@@ -263,12 +306,14 @@ def static_matcher(name: str, speakers: Speakers) -> Matcher:
 def matcher_info(manifest: RunManifest, unusable: int) -> dict[str, Any]:
     """The summary's fields on the matcher, by name: ``matcher`` (its name),
     ``matcher_quality`` (its precision and recall on the benchmark's test part, when
-    measured) and, for ``judge``, ``judge``: the judge's model and prompt variant and the
-    unusable answers. A run from before matchers were selectable used ``keyword``."""
+    measured: the figures of the benchmark source that fits the run's model, or the
+    pooled ones when that source is too small; ``_quality.quality_of``) and, for
+    ``judge``, ``judge``: the judge's model and prompt variant and the unusable answers.
+    A run from before matchers were selectable used ``keyword``."""
     params = manifest.params
     name = manifest.matcher
     out: dict[str, Any] = {"matcher": name}
-    quality = quality_of(name)
+    quality = quality_of(name, manifest.model)
     if quality is not None:
         out["matcher_quality"] = quality
     if name == "judge":

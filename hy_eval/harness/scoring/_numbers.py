@@ -10,7 +10,7 @@ import re
 from functools import lru_cache
 
 from hy_eval.harness.datasets import canonical, fold_spaced
-from hy_eval.harness.scoring._numforms import other_values, read_forms
+from hy_eval.harness.scoring._numforms import chinese_decimals, other_values, read_forms
 from hy_eval.harness.text import split_words
 
 _NUMBER = re.compile(r"\d+(?:\.\d+)?(?:-\d+)?")
@@ -20,7 +20,7 @@ _NUMBER = re.compile(r"\d+(?:\.\d+)?(?:-\d+)?")
 def quantity_text(text: str) -> str:
     """``text`` with its numbers read (``canonical``) and their forms in one spelling
     (``_numforms.read_forms``: 10k and 1万 are 10000, 五公里 and five kilometres 5km)."""
-    return read_forms(canonical(text))
+    return read_forms(canonical(chinese_decimals(text)))
 
 
 _ORDINALS = {
@@ -96,7 +96,7 @@ def _read(text: str) -> str:
     """``text`` with its numbers read: ordinals, clock times, digits, halves, ranges.
     Cached: the number check reads each sentence three times (numbers, other values,
     units), and a sentence meets every gold fact of its case."""
-    return read_forms(canonical(read_ordinals_and_clock(text)))
+    return read_forms(canonical(chinese_decimals(read_ordinals_and_clock(text))))
 
 
 def _also(text: str) -> frozenset[str]:

@@ -9,6 +9,7 @@ already), and the other values each number may stand for.
   (neighbouring numbers) is the range 1-2, as 一两 is.
 - Durations in hours and minutes: 1.5 hours is also 90 minutes, 90 minutes also 1.5 hours.
 - A clock hour without am or pm: 十点 (10 o'clock) may be 10 or 22; 22点 is only 22.
+- A Chinese decimal (``chinese_decimals``, read before ``canonical``): 九点二 is 9.2.
 - Magnitudes and units in one spelling: 1.2 million and £1.2m are 1200000, 1.5亿 is
   150000000; kilometres, kilometers, 公里 and 千米 are km, kilograms, kilos, 公斤 and 千克
   are kg; twice is 2 times, a decade 10 years, a fortnight 2 weeks, a dozen 12.
@@ -20,6 +21,8 @@ equal.
 from __future__ import annotations
 
 import re
+
+from hy_eval.harness.datasets import canonical
 
 _HALF_AFTER = re.compile(r"(\d+)个?半(?=个?(?:小时|钟头|月|天|年|周|星期))")
 _HALF_ALONE = re.compile(r"(?<![\d.])半个?(?=小时|钟头|月|天|年)")
@@ -58,6 +61,29 @@ _WORDS = [
 
 def _number(value: float) -> str:
     return str(int(value)) if value == int(value) else f"{value:g}"
+
+
+_ZH_DIGITS = {c: str(i) for i, c in enumerate("零一二三四五六七八九")} | {"〇": "0", "两": "2"}
+#: A Chinese decimal: 九点二 is 9.2, 三点五公里 3.5 km. Only where nothing makes it a clock
+#: time: one or more digits after 点 (no 十, so 九点二十 stays 9:20), followed by the end,
+#: a punctuation mark or a unit, never by 分 or 刻 (九点二分), nor by a word (三点一起).
+_ZH_DECIMAL = re.compile(
+    r"([零〇一二两三四五六七八九十百千]+|\d+)点([一二三四五六七八九][零〇一二三四五六七八九]*)"
+    r"(?=$|[\s，,。.；;！!？?、）)」”\"%％a-zA-Z]|公里|公斤|千米|千克|米|斤|度|万|亿|倍|元|块|岁|毫|升)"
+)
+
+
+def chinese_decimals(text: str) -> str:
+    """``text`` (as written, before ``canonical``) with its Chinese decimals in digits:
+    九点二 is 9.2, 三点五公里 3.5公里; a clock time (九点二十, 九点二分) is left alone."""
+
+    def digits(m: re.Match[str]) -> str:
+        whole = m.group(1)
+        if not whole.isdigit():
+            whole = canonical(whole)
+        return f"{whole}.{''.join(_ZH_DIGITS[c] for c in m.group(2))}"
+
+    return _ZH_DECIMAL.sub(digits, text)
 
 
 def read_forms(text: str) -> str:

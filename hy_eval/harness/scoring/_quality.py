@@ -27,6 +27,13 @@ from hy_eval.harness.runlog import (
 
 QUALITY_FILE = DATASETS_DIR / "matcher_pairs" / "quality.json"
 
+#: The embedded model (``llm/local/_local.DEFAULT_LOCAL_MODEL``), whose runs the benchmark's
+#: ``embedded_run`` pairs come from; named here so scoring does not import the model layer.
+EMBEDDED_MODEL = "SmolLM2-135M-Instruct"
+#: Below this many test pairs in a language, a source's figures are too thin to stand for
+#: a run: the pooled figures are used instead (and the line says so).
+MIN_SOURCE_PAIRS = 30
+
 
 @lru_cache(maxsize=1)
 def _load() -> dict[str, Any]:
@@ -37,20 +44,56 @@ def _load() -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def quality_of(matcher: str) -> MatcherQuality | None:
+def source_for_model(model: str | None) -> str:
+    """The benchmark source whose pairs are like a run's of ``model``: ``embedded_run``
+    for the embedded model, ``capable_run`` for any other."""
+    return "embedded_run" if model == EMBEDDED_MODEL else "capable_run"
+
+
+def _pairs_per_lang(entry: Mapping[str, Any], langs: list[str]) -> dict[str, int]:
+    out = {}
+    for lang in langs:
+        part = entry.get(lang)
+        pairs = part.get("pairs") if isinstance(part, dict) else 0
+        out[lang] = pairs if isinstance(pairs, int) else 0
+    return out
+
+
+def quality_of(matcher: str, model: str | None = None) -> MatcherQuality | None:
     """The precision and recall of ``matcher`` on the benchmark (``source``, and
     ``all``, ``en`` and ``zh``), or None when it was not measured (the judge's figures
-    depend on its model, so they are never taken from the file)."""
+    depend on its model, so they are never taken from the file).
+
+    With the run's ``model``, the figures are those of the benchmark's pairs from the
+    source that fits it (``source_for_model``), recorded as ``pair_source``; when that
+    source has fewer than ``MIN_SOURCE_PAIRS`` pairs in a language of the benchmark, the
+    pooled figures, with ``pair_source`` None. ``fits`` and ``fits_pairs`` record the
+    fitting source and its pairs per language either way. Without a model (a comparison
+    of two runs): the pooled figures, as before sources were told apart."""
     data = _load()
-    entry = (data.get("matchers") or {}).get(matcher)
-    if matcher == "judge" or not isinstance(entry, dict):
+    pooled = (data.get("matchers") or {}).get(matcher)
+    if matcher == "judge" or not isinstance(pooled, dict):
         return None
-    return MatcherQuality.model_validate({"source": data.get("source", ""), **entry})
+    if model is None:
+        return MatcherQuality.model_validate({"source": data.get("source", ""), **pooled})
+    fits = source_for_model(model)
+    part = (data.get("by_source") or {}).get(fits)
+    part = part if isinstance(part, dict) else {}
+    entry = (part.get("matchers") or {}).get(matcher)
+    entry = entry if isinstance(entry, dict) else {}
+    counts = _pairs_per_lang(entry, [k for k in pooled if k != "all"])
+    chosen = {"fits": fits, "fits_pairs": counts}
+    if counts and min(counts.values()) >= MIN_SOURCE_PAIRS:
+        figures = {"source": part.get("source", ""), "pair_source": fits, **entry}
+    else:
+        figures = {"source": data.get("source", ""), "pair_source": None, **pooled}
+    return MatcherQuality.model_validate({**chosen, **figures})
 
 
 def quality_text(matcher: str, q: MatcherQuality | None) -> str:
     """One line: the matcher's precision and recall per language (``q``, a summary's
-    ``matcher_quality``), or that they are not measured."""
+    ``matcher_quality``), or that they are not measured; which benchmark source they
+    come from, and that they fell back to the pooled figures, when they did."""
     if not q:
         return f"the {matcher} matcher's precision and recall are not measured on the benchmark"
     parts = []
@@ -59,7 +102,21 @@ def quality_text(matcher: str, q: MatcherQuality | None) -> str:
         if not s:
             continue
         parts.append(f"{lang} precision {_rate(s.precision)}, recall {_rate(s.recall)}")
-    return f"measured on {q.source}: " + "; ".join(parts)
+    return f"measured on {q.source}{_source_clause(q)}: " + "; ".join(parts)
+
+
+def _source_clause(q: MatcherQuality) -> str:
+    """Which benchmark source the figures are of (empty for a summary from before
+    sources were told apart)."""
+    if q.fits is None:
+        return ""
+    if q.pair_source is not None:
+        return ", the source that fits the run's model"
+    counts = ", ".join(f"{lang} {n}" for lang, n in (q.fits_pairs or {}).items())
+    return (
+        f", all sources pooled: the {q.fits} pairs that fit the run's model are fewer than "
+        f"{MIN_SOURCE_PAIRS} per language ({counts})"
+    )
 
 
 def _rate(rate: RateEntry) -> str:

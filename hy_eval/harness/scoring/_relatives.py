@@ -9,7 +9,9 @@ hold, and the word is owned by someone: after 's or ’s (an adjective between a
 "the user's late father"), after 的, or in Chinese straight after a name, 用户 or another
 kin word (老赵女儿). A kin word followed by a speaker's name, or in English by any
 capitalised word, only introduces that person ("the user's friend Rob", 妹妹刘露): it is
-no added relative. Dad and father, 老公 and 丈夫 are one group, so a synonym adds nobody.
+no added relative. Dad and father, 老公 and 丈夫 are one group, so a synonym adds
+nobody, and an in-law word that names the parent the gold gives a named person (用户的婆婆
+for 老陈的母亲) is that person (``_values.in_law_named``).
 
 A prediction that swaps the subject for another name ("Owen got his PADI" for Niamh) is
 not this rule's business: the subject is scored apart.
@@ -20,7 +22,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from hy_eval.harness.scoring._values import kin_groups
+from hy_eval.harness.scoring._values import in_law_named, kin_groups
 from hy_eval.harness.text import fold
 
 #: Chinese kin words that are also titles after a surname (王先生 is Mr Wang, 周阿姨 a
@@ -81,11 +83,12 @@ def added_relative(gold: str, predicted: str, names: tuple[str, ...]) -> str | N
     (module docstring)."""
     g, p = fold(gold), fold(predicted)
     had = _groups(g)
+    same_person = in_law_named(g, p, names)
     index, latin, chinese = _kin_index()
     owners = (*_OWNER_ZH, *(fold(n) for n in names if n))
     for m in latin.finditer(p):
         word = m.group(1)
-        if index[word] in had or _introduces(p, m.end(), names):
+        if index[word] in had or word in same_person or _introduces(p, m.end(), names):
             continue
         if len(p) == len(predicted) and _NAME_AFTER.match(predicted, m.end()):
             continue  # "the user's friend Rob": a capitalised name introduces the person
@@ -93,7 +96,7 @@ def added_relative(gold: str, predicted: str, names: tuple[str, ...]) -> str | N
             return f"a relative of the subject ({word})"
     for m in chinese.finditer(p):
         word = m.group(1)
-        if index[word] in had or _introduces(p, m.end(), names):
+        if index[word] in had or word in same_person or _introduces(p, m.end(), names):
             continue
         if _owned_chinese(p, m.start(), word, owners):
             return f"a relative of the subject ({word})"

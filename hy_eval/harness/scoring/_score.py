@@ -20,6 +20,7 @@ from hy_eval.harness.datasets import (
     subject_right,
 )
 from hy_eval.harness.runlog import ScoreRecord
+from hy_eval.harness.scoring._echo import echoed_people
 from hy_eval.harness.scoring._matching import KeywordMatcher, Matcher
 from hy_eval.harness.scoring._pairsubject import pair_subject_right
 from hy_eval.memory import Speakers, Subject, same_subject, subject_of
@@ -40,6 +41,7 @@ VIOLATION_METRICS = (
     "untouched_violation_rate",
     "profile_leak_rate",
     "noncanonical_subject_rate",
+    "echoed_subject_rate",
     "parse_failure_rate",
     "fallback_rate",
     "error_rate",
@@ -67,6 +69,10 @@ class Outcome:
     #: Metrics the system under test cannot expose (an external system without owners,
     #: profile or proposed operations): scored (0, 0) and listed as not measured.
     not_measured: frozenset[str] = frozenset()
+    #: The people of the worked examples in the extraction prompt the run used, for the
+    #: case's language (``hy_eval.memory.example_people``); empty for a prompt without
+    #: examples. Read by ``echoed_subject_rate``.
+    example_people: tuple[str, ...] = ()
 
 
 @dataclass
@@ -98,8 +104,10 @@ class CaseScore:
 def _match(
     case: Case, facts: list[dict[str, str]], subjects: list[Subject], matcher: Matcher
 ) -> list[dict[str, Any]]:
-    """One-to-one matching of gold facts to predicted facts by ``matcher`` (``keyword``:
-    predicted facts containing all the gold fact's keywords; ``_matching.py``). Every
+    """Matching of gold facts to predicted facts by ``matcher`` (``keyword``: one-to-one,
+    predicted facts containing all the gold fact's keywords; ``strict``: one-to-one, then
+    a prediction may state several gold facts and a gold fact two predictions;
+    ``_matching.py``). Every
     matcher prefers, for a gold fact, a prediction with the right subject and owner, then
     one with the right subject, then any."""
     golds = case.expect.facts
@@ -119,13 +127,20 @@ def _match(
             "matched": best,
         }
         if best is not None:
+            used = [best, *pick.also]
             row.update(
                 text=facts[best]["text"],
                 predicted_subject=subjects[best].key,
-                subject_ok=pair_subject_right(gold, subjects[best], facts[best]["text"]),
+                # Each (gold, prediction) pair on its own: a fact stated across two
+                # predictions has the right subject and owner only when both have.
+                subject_ok=all(
+                    pair_subject_right(gold, subjects[i], facts[i]["text"]) for i in used
+                ),
                 owner=facts[best]["owner"],
-                owner_ok=facts[best]["owner"] == gold.owner,
+                owner_ok=all(facts[i]["owner"] == gold.owner for i in used),
             )
+            if pick.also:
+                row["also"] = list(pick.also)
         if pick.detail:  # what the matcher adds (nothing for ``keyword``)
             row["match"] = pick.detail
         rows.append(row)
@@ -326,6 +341,11 @@ def score_case(case: Case, outcome: Outcome, matcher: Matcher | None = None) -> 
         owners="owner_accuracy" not in outcome.not_measured,
     )
     c.update(counts)
+    # An external system's prompt examples are unknown: nobody is read as echoed (and
+    # the metric is set (0, 0) below with the others it cannot expose).
+    people = () if "echoed_subject_rate" in outcome.not_measured else outcome.example_people
+    echoed = echoed_people(case, [f["text"] for f in facts], subjects, people)
+    c["echoed_subject_rate"] = (sum(e is not None for e in echoed), len(facts))
     texts_before = {
         outcome.existing_ids[m.id]: m.text for m in case.existing if m.id in outcome.existing_ids
     }
@@ -346,7 +366,13 @@ def score_case(case: Case, outcome: Outcome, matcher: Matcher | None = None) -> 
     for metric in outcome.not_measured:
         c[metric] = (0, 0)
     fact_rows = [
-        {"text": f["text"], "owner": f["owner"], "subject": s.key, "by_name": s.by_name}
-        for f, s in zip(facts, subjects, strict=True)
+        {
+            "text": f["text"],
+            "owner": f["owner"],
+            "subject": s.key,
+            "by_name": s.by_name,
+            **({"echoed": e} if e is not None else {}),
+        }
+        for f, s, e in zip(facts, subjects, echoed, strict=True)
     ]
     return CaseScore(c, passed, fact_rows, checks, confusion, sorted(outcome.not_measured))

@@ -46,20 +46,16 @@ from hy_eval.conversation._render import is_cjk
 from hy_eval.harness.datasets import (
     Keyword,
     canonical,
-    chinese_to_digits,
-    english_to_digits,
     fold_spaced,
 )
 from hy_eval.harness.scoring._bilingual import dictionary_forms, holds_pinyin
 from hy_eval.harness.scoring._cues import Cues, alternative_question, conflict, cue_words, read_cues
-from hy_eval.harness.scoring._frames import replaced_in_frame, turned_direction
+from hy_eval.harness.scoring._frames import frame_text, replaced_in_frame, turned_direction
 from hy_eval.harness.scoring._lexicon import translations
 from hy_eval.harness.scoring._numbers import (
     number_conflict,
     quantity_text,
-    read_ordinals_and_clock,
 )
-from hy_eval.harness.scoring._numforms import quantities
 from hy_eval.harness.scoring._relatives import added_relative
 from hy_eval.harness.scoring._sentences import sentences
 from hy_eval.harness.scoring._values import replaced_value, value_key
@@ -267,10 +263,10 @@ _BETWEEN = word_set("just already also still recently finally now never")
 def content_sequence(text: str, names: tuple[str, ...]) -> tuple[tuple[int, str, bool], ...]:
     """The content words of ``text`` in order, as ``content`` chooses them (segmenter
     words, not the search words inside them), each with its offset in the text as
-    ``_frame_text`` writes it and whether it is fixed in the frame: an English verb, a
+    ``_frames.frame_text`` writes it and whether it is fixed in the frame: an English verb, a
     one-character Chinese word, or the first word of a Chinese fact (its subject's
     place). A near miss replaces a value, and these words are no values (``_frames``)."""
-    t = _frame_text(text)
+    t = frame_text(text)
     name_words = {w for n in names for w in latin_words(n)}
     skip = {fold_spaced(n) for n in names} | {_latin_stem(w) for w in name_words} | _CUE_WORDS
     out: list[tuple[int, str, bool]] = []
@@ -306,12 +302,6 @@ def _verb_like(last: str | None, word: str, name_words: set[str]) -> bool:
     return last in ("is", "are", "am") and word.endswith("ing")
 
 
-def _frame_text(text: str) -> str:
-    """The text the frame rules read: folded, numbers, ordinals and clock times as
-    digits (twenty-first is 21, 8pm is 20:00, 四千六 is 4600)."""
-    return quantities(chinese_to_digits(english_to_digits(read_ordinals_and_clock(text))))
-
-
 def _without_cut_tail(sentence: str) -> str:
     """``sentence`` without the end the pipeline cut to its length limit
     (``memory._extract.cut_text``): the cut mark and the run of non-space characters
@@ -342,7 +332,7 @@ def _frame_problem(gold: str, sentence: str, names: tuple[str, ...]) -> str | No
         return replaced
     g_words = [(at, key) for (at, _, _), key in zip(g_seq, g_keys, strict=True)]
     p_words = [(at, key) for (at, _, _), key in zip(p_seq, p_keys, strict=True)]
-    return turned_direction(_frame_text(gold), g_words, _frame_text(sentence), p_words)
+    return turned_direction(frame_text(gold), g_words, frame_text(sentence), p_words)
 
 
 @dataclass(frozen=True)
@@ -387,6 +377,32 @@ def decide(
     needed = cross_threshold if cross else threshold
     if score < needed:
         return Decision(False, score, f"content agreement {score:.2f} < {needed}")
+    problem = _problem(gold_text, gold_cues, keywords, sentence, names_t, cross)
+    if problem:
+        return Decision(False, score, problem)
+    return Decision(True, score, "cross-language: keywords and cues" if cross else "agrees")
+
+
+def sentence_problem(
+    gold_text: str, keywords: Sequence[Keyword], sentence: str, names: tuple[str, ...]
+) -> str | None:
+    """Why ``sentence`` (in the gold's language) cannot state the gold fact by rule 3
+    (cues, numbers, a replaced value or relative, the frame), or None: the check
+    ``decide`` makes on its best sentence, for a part of a fact stated across two
+    predictions (``_pairing``)."""
+    gold_cues = _sentence_cues(gold_text, keywords, names)
+    return _problem(gold_text, gold_cues, keywords, sentence, names, cross=False)
+
+
+def _problem(
+    gold_text: str,
+    gold_cues: Cues,
+    keywords: Sequence[Keyword],
+    sentence: str,
+    names_t: tuple[str, ...],
+    cross: bool,
+) -> str | None:
+    """Rule 3 on one predicted sentence: the first problem found, or None."""
     problem = conflict(gold_cues, _sentence_cues(sentence, keywords, names_t))
     if problem is None:
         problem = number_conflict(gold_text, sentence)
@@ -396,9 +412,7 @@ def decide(
         )
     if problem is None and not cross:
         problem = _frame_problem(gold_text, sentence, names_t)
-    if problem:
-        return Decision(False, score, problem)
-    return Decision(True, score, "cross-language: keywords and cues" if cross else "agrees")
+    return problem
 
 
 def _holds_all(text: str, items: Sequence[Keyword], names: tuple[str, ...], cross: bool) -> bool:
@@ -456,7 +470,16 @@ def _sentence_cues(sentence: str, keywords: Sequence[Keyword], names: tuple[str,
     # An alternative question (A还是B？) is one question, whichever clause holds the keyword.
     question = whole.question if script_of(sentence) == "en" else local.question
     question = question or alternative_question(sentence)
-    return Cues(negated=local.negated, plan=whole.plan, done=whole.done, question=question)
+    return Cues(
+        negated=local.negated,
+        plan=whole.plan,
+        done=whole.done,
+        question=question,
+        kept=local.kept,
+        failed=local.failed,
+        no_longer=local.no_longer,
+        ceased=local.ceased,
+    )
 
 
 def _cues_of(sentence: str, names: tuple[str, ...], whole: bool = True) -> Cues:

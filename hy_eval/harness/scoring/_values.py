@@ -11,7 +11,11 @@ them to refuse a prediction that keeps a fact's words but replaces its main valu
   (this month / next month), kin, and pairs of roles (teaches / studies or takes
   classes, runs / works at, sells / buys / borrows / rents, lends / borrows). A gold
   fact with a member of one class and a prediction with another member of the same
-  class but not the gold's is a near miss.
+  class but not the gold's is a near miss. An in-law word that names the parent the gold
+  gives a named person (用户的婆婆 for 老陈的母亲) is the same person said from the
+  spouse's side (``in_law_named``); the same in-law word of that person (老陈的婆婆) is
+  still another one.
+- A possessive names its owner: Klarna's is the named value Klarna.
 """
 
 from __future__ import annotations
@@ -81,6 +85,7 @@ _CONTRASTS: tuple[tuple[frozenset[str], ...], ...] = tuple(
 )
 # fmt: on
 _LATIN_WORD = re.compile(r"[A-Za-z][A-Za-z'’-]*")
+_POSSESSIVE = re.compile(r"['’]s?$")
 _SENTENCE_START = re.compile(r"(?:^|[.!?。！？]\s*)([A-Za-z][A-Za-z'’-]*)")
 
 
@@ -96,8 +101,9 @@ def named_values(text: str, names: tuple[str, ...]) -> frozenset[str]:
     """The named values of ``text`` (module docstring), folded; speakers' names are none."""
     skip = {fold(n) for n in names} | {fold(w) for n in names for w in n.split()}
     starts = {m.start(1) for m in _SENTENCE_START.finditer(text)}
+    # A possessive names its owner: Klarna's is the value Klarna.
     out = {
-        fold(m.group(0))
+        _POSSESSIVE.sub("", fold(m.group(0)))
         for m in _LATIN_WORD.finditer(text)
         if m.group(0)[0].isupper() and m.start() not in starts
     }
@@ -118,12 +124,39 @@ def replaced_value(gold: str, predicted: str, names: tuple[str, ...]) -> str | N
     if missing and extra:
         return f"another named value ({extra[0]} for {missing[0]})"
     g_words, p_words = _class_words(g_text), _class_words(p_text)
+    spouse_parent = in_law_named(g_text, p_text, names)
     for classes in _CONTRASTS:
         g_hit = [i for i, group in enumerate(classes) if group & g_words]
-        p_hit = [i for i, group in enumerate(classes) if group & p_words]
+        p_hit = [i for i, group in enumerate(classes) if group & p_words - spouse_parent]
         if g_hit and p_hit and not set(g_hit) & set(p_hit):
             return "another value of the same kind (day, time, kin or role)"
     return None
+
+
+#: A parent of someone named and the in-law word that names the same person from their
+#: spouse's side: 老陈的母亲 is 用户的婆婆 when the user is 老陈's wife.
+_IN_LAWS = (
+    (word_set("mother mum mom 妈妈 母亲 老妈"), word_set("mother-in-law 婆婆 岳母 丈母娘")),
+    (word_set("father dad 爸爸 父亲 老爸"), word_set("father-in-law 公公 岳父 丈人 老丈人")),
+)
+
+
+def in_law_named(gold: str, predicted: str, names: tuple[str, ...]) -> frozenset[str]:
+    """The in-law words of the folded ``predicted`` that may name the parent the folded
+    ``gold`` gives a named person (老陈的母亲, Chen's mother): the prediction says it
+    from the spouse's side (用户的婆婆), not of that same person (老陈的婆婆 is
+    another woman)."""
+    out: set[str] = set()
+    for name in (fold(n) for n in names if n):
+        for parents, in_laws in _IN_LAWS:
+            said = any(f"{name}{link}{w}" in gold for w in parents for link in ("的", "'s ", "’s "))
+            if not said:
+                continue
+            for w in in_laws:
+                own = any(f"{name}{link}{w}" in predicted for link in ("的", "'s ", "’s ", ""))
+                if w in predicted and not own:
+                    out.add(w)
+    return frozenset(out)
 
 
 def kin_groups() -> tuple[frozenset[str], ...]:

@@ -12,7 +12,7 @@ from hy_eval.harness.datasets import Case
 from hy_eval.harness.scoring import Outcome
 from hy_eval.harness.systems._base import SystemRun
 from hy_eval.llm import LLMClient, PriceTable
-from hy_eval.memory import AddResult, MemoryClient, MemoryStore, PromptLibrary
+from hy_eval.memory import AddResult, MemoryClient, MemoryStore, PromptLibrary, example_people
 
 #: The most characters of a raw answer kept in a case record: far above what
 #: ``max_tokens`` lets a model write, far below what fills a disk.
@@ -50,6 +50,8 @@ class OwnPipeline:
         self.llm, self.prompts, self.prices = llm, prompts, prices
         self.guard, self.temperature = guard, temperature
         self.store = MemoryStore() if store is None else store
+        #: The people of the prompt's worked examples, per language (read once).
+        self._people: dict[str, tuple[str, ...]] = {}
 
     async def add_case(self, case: Case, *, label: str, repeat: int) -> SystemRun:
         outcome = Outcome(existing_ids=seed_store(self.store, case))
@@ -74,6 +76,11 @@ class OwnPipeline:
         """What the pipeline did, into ``outcome`` for scoring and as the record's fields."""
         ext, rec = result.extraction, result.reconciliation
         outcome.facts = result.facts
+        # The examples of the extraction prompt this case was given: its variant, in the
+        # language the pipeline chose for the conversation (echoed_subject_rate).
+        if result.lang not in self._people:
+            self._people[result.lang] = example_people(self.prompts, result.lang)
+        outcome.example_people = self._people[result.lang]
         outcome.raw_ops = [o.as_dict() for o in rec.raw]
         outcome.applied_ops = [o.as_dict() for o in rec.applied]
         outcome.reconcile_ran = rec.prompt is not None

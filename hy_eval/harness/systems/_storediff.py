@@ -14,9 +14,11 @@ from hy_eval.harness.datasets import Case
 from hy_eval.harness.scoring import Outcome, bound_texts
 from hy_eval.harness.systems._base import SystemRun
 
-#: Metrics no external system has: this package's reconcile fallback (R3) and its parse
-#: failures (an external system's failed parse is an error of its case, or invisible).
-NEVER_MEASURED = frozenset({"fallback_rate", "parse_failure_rate"})
+#: Metrics no external system has: this package's reconcile fallback (R3), its parse
+#: failures (an external system's failed parse is an error of its case, or invisible),
+#: and facts echoed from this package's prompt examples (an external system writes its
+#: memories with its own prompts, whose examples the harness does not know).
+NEVER_MEASURED = frozenset({"fallback_rate", "parse_failure_rate", "echoed_subject_rate"})
 #: What each ``measures`` word of the ready line makes measurable.
 NEEDS = {
     "owner": frozenset({"owner_accuracy"}),

@@ -139,9 +139,10 @@ def test_draw_and_agree_on_the_command_line(tmp_path, capsys):
     (run / "cases.jsonl").write_text("".join(r.to_line() for r in RECORDS), encoding="utf-8")
     out, blind = tmp_path / "pairs.jsonl", tmp_path / "blind.jsonl"
     assert main(["matchers", "draw", str(run), "--out", str(out), "--blind", str(blind)]) == 0
-    assert "wrote 4 pairs (2 related, 2 unrelated)" in capsys.readouterr().out
+    assert "wrote 4 pairs (2 related, 2 unrelated;" in capsys.readouterr().out
     rows = [json.loads(x) for x in out.read_text(encoding="utf-8").splitlines()]
-    assert [r["pair"] for r in rows] == ["p0001", "p0002", "p0003", "p0004"]
+    # Model "m" is not the embedded model: its pairs are capable_run's, ids c0001...
+    assert [r["pair"] for r in rows] == ["c0001", "c0002", "c0003", "c0004"]
     assert all(r["same"] is None and r["kind"] is None and "keywords" in r for r in rows)
     seen = [json.loads(x) for x in blind.read_text(encoding="utf-8").splitlines()]
     assert all(set(r) == {"pair", "lang", "gold", "predicted", "names"} for r in seen)
@@ -204,3 +205,68 @@ def test_agree_writes_the_judged_pairs_with_the_agreed_or_settled_verdicts(tmp_p
     assert rows[0]["judges"]["settled"] is None
     # The written file is a judged-pairs file that matchers evaluate reads.
     assert main(["matchers", "evaluate", str(out), "--matcher", "fuzzy"]) == 0
+
+
+def _run(tmp_path, name, model):
+    run = tmp_path / name
+    run.mkdir()
+    write_manifest(run, RunManifest(suite="s", provider="local", model=model, params={}))
+    (run / "cases.jsonl").write_text("".join(r.to_line() for r in RECORDS), encoding="utf-8")
+    return str(run)
+
+
+def _rows(path):
+    return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines()]
+
+
+def test_draw_records_source_model_and_prefix_and_keeps_them_from_the_judges(tmp_path, capsys):
+    run = _run(tmp_path, "run", "gpt-x")
+    out, blind = tmp_path / "pairs.jsonl", tmp_path / "blind.jsonl"
+    args = ["matchers", "draw", run, "--out", str(out), "--blind", str(blind)]
+    assert main([*args, "--source", "capable_run", "--model", "gpt-4o", "--prefix", "g4-"]) == 0
+    assert "source capable_run, model gpt-4o, ids g4-0001..." in capsys.readouterr().out
+    rows = _rows(out)
+    assert [r["pair"] for r in rows] == ["g4-0001", "g4-0002", "g4-0003", "g4-0004"]
+    assert {(r["source"], r["model"]) for r in rows} == {("capable_run", "gpt-4o")}
+    # Blind as before: the two facts, the language and the names; no source, model,
+    # keywords, case or verdict.
+    assert all(set(r) == {"pair", "lang", "gold", "predicted", "names"} for r in _rows(blind))
+
+    # Without the flags: the run's model, and the source that fits it.
+    assert main(["matchers", "draw", run, "--out", str(out)]) == 0
+    assert {(r["source"], r["model"], r["pair"][0]) for r in _rows(out)} == {
+        ("capable_run", "gpt-x", "c")
+    }
+    embedded = _run(tmp_path, "embedded", "SmolLM2-135M-Instruct")
+    assert main(["matchers", "draw", embedded, "--out", str(out)]) == 0
+    rows = _rows(out)
+    assert {(r["source"], r["model"]) for r in rows} == {("embedded_run", "SmolLM2-135M-Instruct")}
+    assert rows[0]["pair"] == "p0001"  # today's ids for the embedded model's pairs
+
+
+def test_draw_refuses_an_unnamed_model_among_several_and_a_bad_prefix(tmp_path, capsys):
+    a, b = _run(tmp_path, "a", "gpt-x"), _run(tmp_path, "b", "claude-y")
+    out = str(tmp_path / "pairs.jsonl")
+    assert main(["matchers", "draw", a, b, "--out", out]) == 2
+    assert "2 models (claude-y, gpt-x): name the one to record with --model" in (
+        capsys.readouterr().err
+    )
+    assert main(["matchers", "draw", a, b, "--out", out, "--model", "mixed"]) == 0
+    assert {r["model"] for r in _rows(tmp_path / "pairs.jsonl")} == {"mixed"}
+    assert main(["matchers", "draw", a, "--out", out, "--prefix", "c 1"]) == 2
+    assert "--prefix 'c 1'" in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # argparse: not a source draw can record
+        main(["matchers", "draw", a, "--out", out, "--source", "written"])
+
+
+def test_even_langs_takes_the_related_pairs_from_each_language_in_turn():
+    # Three English related pairs and one Chinese: a limit of 2 gives one of each
+    # (the plain draw may give two English), and every pair once.
+    many = [
+        record(f"e{i}", "en", [f"The user is allergic to peanuts {i}."], [GOLD_PEANUT])
+        for i in range(3)
+    ] + [RECORDS[1]]
+    even = draw(many, limit=2, seed=0, even_langs=True)
+    assert sorted(c.lang for c in even) == ["en", "zh"]
+    assert all(c.related for c in even)
+    assert len(draw(many, limit=10, even_langs=True)) == len(draw(many))

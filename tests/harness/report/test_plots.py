@@ -114,7 +114,9 @@ def test_metrics_plot_prints_each_value_and_lists_the_unmeasured():
     assert "operation_accuracy (n=0)" in labels
     shown = texts(fig)
     assert "not measured (n = 0)" in shown
-    assert "0.100 [0.000, 0.200]" in shown  # the fourth metric's value and CI, on its bar
+    fourth = metrics[METRICS[3]]  # the fourth metric's value and CI, on its bar
+    lo, hi = fourth["ci"]
+    assert f"{fourth['value']:.3f} [{lo:.3f}, {hi:.3f}]" in shown
     assert len([t for t in shown if re.fullmatch(r"\d\.\d{3} \[\d\.\d{3}, \d\.\d{3}\]", t)]) == (
         len(METRICS) - 1
     )

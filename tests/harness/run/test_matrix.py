@@ -89,6 +89,8 @@ def test_finished_runs_are_tabulated_side_by_side(tmp_path):
     result = tabulate_runs([tmp_path / "runs" / "a", tmp_path / "runs" / "b"], tmp_path / "t")
     text = (tmp_path / "t" / "matrix.md").read_text()
     assert text.startswith("| metric | a | b |")
+    # A metric added after these summaries were written reads n/a, not a crash.
+    assert "| echoed_subject_rate | n/a | n/a |" in text
     assert len(result.comparisons) == 1 and result.comparisons[0].flipped == []
     assert (tmp_path / "t" / "compare-b.html").is_file()
     assert (tmp_path / "t" / "matrix.json").is_file()

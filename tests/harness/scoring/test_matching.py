@@ -136,9 +136,10 @@ def _manifest(**params):
 def test_matcher_info_names_the_matcher_and_defaults_to_keyword():
     old = matcher_info(_manifest(), 0)  # a run from before the matcher was named
     assert old["matcher"] == "keyword"
-    # How far the matcher can be trusted, from the benchmark's test part.
+    # How far the matcher can be trusted, from the benchmark's test part: a model that
+    # is not the embedded one reads the capable_run pairs (30 or more a language).
     quality = old["matcher_quality"]
-    assert quality.source.startswith("the test part of")
+    assert quality.source.startswith("the capable_run pairs of the test part of")
     assert set(quality.to_data()) >= {"all", "en", "zh"}
     strict = matcher_info(_manifest(matcher="strict"), 0)["matcher_quality"]
     assert strict.of("zh").precision.value > quality.of("zh").precision.value

@@ -5,7 +5,8 @@ model behind HY_EVAL_BASE_URL once per case and does what the answer says:
     {"facts": [{"text": ..., "owner": ...}], "update": {"m1": "new text"}, "delete": ["m1"]}
 
 A case whose label names a failure acts it: ``die`` exits, ``garbage`` writes a line that
-is not JSON, ``hang`` never answers, ``refuse`` answers ``ok: false``.
+is not JSON, ``hang`` never answers, ``refuse`` answers ``ok: false``. With FAKE_SWALLOW set, a model call answered with an
+error is swallowed and the case finishes without its answer, as some SDKs do.
 """
 
 import json
@@ -60,7 +61,10 @@ def run_case(req):
     try:
         plan = ask_model(req["messages"])
     except urllib.error.HTTPError as exc:  # the model server's error answer: case failed
-        return {"ok": False, "error": f"model call failed: {exc}: {exc.read()[:300]!r}"}
+        if os.environ.get("FAKE_SWALLOW"):  # as some SDKs do: go on without the answer
+            plan = {}
+        else:
+            return {"ok": False, "error": f"model call failed: {exc}: {exc.read()[:300]!r}"}
     for mid, text in plan.get("update", {}).items():
         store[existing_ids[mid]]["text"] = text
     for mid in plan.get("delete", []):

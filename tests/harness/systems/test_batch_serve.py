@@ -11,6 +11,7 @@ import pytest
 
 from hy_eval._exitcodes import ExitCode
 from hy_eval.harness.run import RunError, Runner
+from hy_eval.harness.systems._external import PASSED_VARIABLES
 from tests.harness.run.test_batch_folder import (
     answer_file,
     check_vllm_input,
@@ -69,6 +70,26 @@ def test_an_external_system_finishes_its_cases_in_two_rounds(tmp_path, fake_syst
         "t-04-refuse",
     ]
     assert rounds.metrics == live.metrics
+
+
+def test_a_case_whose_system_swallows_the_wait_waits_too(tmp_path, fake_system, monkeypatch):  # noqa: F811
+    # A system that goes on when its model call is answered 502 (hy_memory does for some
+    # calls) finishes the case without that answer: recorded, it would be scored short of
+    # a call and never asked again. It waits like a case that failed.
+    monkeypatch.setenv("FAKE_SWALLOW", "1")
+    passed = ("FAKE_MEASURES", "FAKE_SWALLOW", *PASSED_VARIABLES)
+    monkeypatch.setattr("hy_eval.harness.systems._external.PASSED_VARIABLES", passed)
+    with LoopbackServer(named) as server:
+        _, live, code = Runner(config(server, tmp_path, out=str(tmp_path / "live"))).run()
+        assert code == 0
+        with pytest.raises(RunError) as info:
+            Runner(folder_config(server, tmp_path)).run()
+        (path,) = unanswered(tmp_path / "batches")
+        assert str(info.value).startswith(f"3 cases finished, 2 wait; 2 requests wait in {path};")
+        answer_file(path, results_of(path), server.openai_url)
+        resumed = folder_config(server, tmp_path, resume=str(tmp_path / "run"), out=None)
+        _, rounds, code = Runner(resumed).run()
+    assert code == 0 and rounds.metrics == live.metrics
 
 
 def test_a_request_that_never_finds_its_answer_fails_its_case_after_the_rounds(

@@ -124,7 +124,14 @@ def test_an_external_system_is_scored_from_its_store(tmp_path, fake_system):
     assert m["merge_violation_rate_applied"].value == 0.5
     assert records["t-01"]["operations"]["applied"] == [{"op": "UPDATE", "fact": 0, "targets": [1]}]
     # What the fake cannot expose is not measured, never 0 or 1.
-    for metric in ("profile_name_accuracy", "merge_violation_rate_raw", "fallback_rate"):
+    # echoed_subject_rate: the system writes with its own prompts, whose examples the
+    # harness does not know.
+    for metric in (
+        "profile_name_accuracy",
+        "merge_violation_rate_raw",
+        "fallback_rate",
+        "echoed_subject_rate",
+    ):
         assert m[metric].value is None, metric
         assert metric in summary.not_measured
     assert "owner_accuracy" not in summary.not_measured
@@ -314,6 +321,7 @@ def test_a_run_of_another_system_takes_no_record_of_ours(tmp_path, fake_system):
             )
         ).run()
         assert not own.not_measured and own.metrics["parse_failure_rate"].value is not None
+        assert own.metrics["echoed_subject_rate"].value == 0.0  # measured on our prompts
         _mem_dir, mem, _ = Runner(
             config(
                 server,
@@ -327,6 +335,8 @@ def test_a_run_of_another_system_takes_no_record_of_ours(tmp_path, fake_system):
         assert mem.system == "mem0"
         assert mem.metrics["parse_failure_rate"].value is None
         assert "parse_failure_rate" in mem.not_measured
+        assert mem.metrics["echoed_subject_rate"].value is None
+        assert "echoed_subject_rate" in mem.not_measured
         # The same mem0 run again takes its own records whole.
         _, again, _ = Runner(
             config(
