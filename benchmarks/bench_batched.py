@@ -81,7 +81,7 @@ class Model:
     def __init__(self, llama_cpp: Any, path: str, threads: int) -> None:
         from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
-        from hy_eval.llm._llama_worker import plain_class
+        from hy_eval.llm.local._llama_worker import plain_class
 
         self.lc = llama_cpp
         self.threads = threads
@@ -322,7 +322,7 @@ def main() -> None:
 
     import llama_cpp
 
-    from hy_eval.llm._local import embedded_model_path
+    from hy_eval.llm.local._local import embedded_model_path
 
     path = embedded_model_path()
     print(

@@ -34,7 +34,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_batched import memory_bandwidth  # noqa: E402
 
-from hy_eval.llm import Request, _local  # noqa: E402
+from hy_eval.llm import Request  # noqa: E402
+from hy_eval.llm.local import _local  # noqa: E402
 from hy_eval.memory import EXTRACTION_SCHEMA, RECONCILE_SCHEMA  # noqa: E402
 
 CASSETTE = ROOT / "tests" / "cassettes" / "multi_speaker.default.local.jsonl"

@@ -39,8 +39,8 @@ def _real_extraction_messages() -> list[dict[str, str]]:
 def tokens_per_second() -> None:
     import llama_cpp
 
-    from hy_eval.llm._llama_worker import fast_grammar_class, plain_class
-    from hy_eval.llm._local import LocalProvider
+    from hy_eval.llm.local._llama_worker import fast_grammar_class, plain_class
+    from hy_eval.llm.local._local import LocalProvider
     from hy_eval.memory import PromptLibrary
     from hy_eval.memory._extract import EXTRACTION_SCHEMA
 
@@ -122,8 +122,8 @@ def batched_decoding() -> None:
     import llama_cpp
     import numpy as np
 
-    from hy_eval.llm._llama_worker import plain_class
-    from hy_eval.llm._local import LocalProvider
+    from hy_eval.llm.local._llama_worker import plain_class
+    from hy_eval.llm.local._local import LocalProvider
 
     path = str(LocalProvider().path)
     holder = plain_class(llama_cpp)(model_path=path, n_ctx=256, verbose=False)
@@ -212,8 +212,8 @@ def extra_bufts() -> None:
     evaluated once before timing; the answers are compared too."""
     import llama_cpp
 
-    from hy_eval.llm._llama_worker import fast_grammar_class
-    from hy_eval.llm._local import LocalProvider
+    from hy_eval.llm.local._llama_worker import fast_grammar_class
+    from hy_eval.llm.local._local import LocalProvider
     from hy_eval.memory._extract import EXTRACTION_SCHEMA
 
     path = str(LocalProvider().path)

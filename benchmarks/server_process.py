@@ -30,7 +30,7 @@ def _serve(delay: float) -> None:
     import time
 
     sys.path.insert(0, str(ROOT))
-    from hy_eval.llm.loopback import LoopbackServer, Reply, openai_completion
+    from tests.loopback import LoopbackServer, Reply, openai_completion
 
     bodies = {
         "memory_extraction": openai_completion(EXTRACT),

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from hy_eval.llm._batch_vendors import openai_result
+from hy_eval.llm.batch._vendors import openai_result
 
 ROOT = Path(__file__).resolve().parents[1]
 KIT = ROOT / "reports" / "capable" / "kit.py"

@@ -37,9 +37,8 @@ from pathlib import Path
 import pytest
 
 from hy_eval.harness import load_suite
-from hy_eval.llm.loopback import LoopbackServer, Reply, anthropic_message, openai_completion
-from hy_eval.llm.loopback_batch import BatchScript
 from tests.harness.scripted_suite import SuiteModel
+from tests.loopback import BatchScript, LoopbackServer, Reply, anthropic_message, openai_completion
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]

@@ -13,6 +13,7 @@ PACKAGES = [
         f"hy_eval.harness.{floor}"
         for floor in ("text", "runlog", "datasets", "scoring", "analysis", "report", "gate", "run")
     ),
+    *(f"hy_eval.llm.{room}" for room in ("core", "cache", "local", "providers", "batch", "serve")),
 ]
 
 

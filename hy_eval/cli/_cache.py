@@ -74,7 +74,7 @@ AGREE_SHOWN = 20
 
 def _cassette_rows(path: Path) -> dict[str, dict[str, Any]]:
     """A cassette's rows by key (``UserError`` naming the line that is not one)."""
-    from hy_eval.llm._cassette import cassette_rows
+    from hy_eval.llm.cache import cassette_rows
 
     try:
         return {str(row["key"]): row for _, row in cassette_rows(path)}
@@ -96,7 +96,7 @@ def cmd_cassette_agree(args: argparse.Namespace) -> int:
     """A cache's answers against a cassette's, key for key, and the two machines: exit 0
     when every shared answer is equal, 1 when some differ."""
     from hy_eval.harness.runlog import RunFolderError, read_manifest
-    from hy_eval.llm._machine import machine_info, machines_match, read_sidecar
+    from hy_eval.llm.cache import machine_info, machines_match, read_sidecar
 
     cassette = Path(args.cassette)
     recorded = _cassette_rows(cassette)

@@ -132,7 +132,7 @@ def cmd_matchers_evaluate(args: argparse.Namespace) -> int:
 def _record_judge(judges: list[Any], path: Path) -> None:
     """``--record FILE``: the judge's answers this command used, as a cassette that
     ``cassette import`` loads (CI replays the judge on the benchmark from it)."""
-    from hy_eval.llm._cassette import export_cassette
+    from hy_eval.llm import export_cassette
 
     if not judges or judges[0].llm.cache is None:
         raise UserError("--record needs --matcher judge and an answer cache (not --cache-mode off)")
@@ -151,7 +151,7 @@ def _judge_by_folder(args: argparse.Namespace, names: list[str], pairs: list[Any
     from hy_eval.harness.run import RunError, judge_pairs_by_folder
     from hy_eval.harness.scoring import JudgeSettings, build_judge
     from hy_eval.llm import ConfigError
-    from hy_eval.llm._batch_folder import OfflineProvider
+    from hy_eval.llm.batch import OfflineProvider
     from hy_eval.memory import PromptError
 
     if "judge" not in names:

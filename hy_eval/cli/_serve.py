@@ -103,7 +103,7 @@ def _batch_serve(options: Any, folder: str) -> Any:
     cache first (its kept requests and batches in ``folder/.serve``)."""
     from pathlib import Path
 
-    from hy_eval.llm._batch_serve import BatchServe
+    from hy_eval.llm.batch import BatchServe
 
     def say(line: str) -> None:
         echo(f"hy-eval serve: batch {line}", err=True)

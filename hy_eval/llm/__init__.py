@@ -1,12 +1,29 @@
 """The LLM layer: providers (OpenAI-compatible, Anthropic, embedded llama.cpp), the answer
 cache with record/replay, retries, concurrency, usage and cost; ``hy-eval serve``, the
-same layer as an OpenAI-compatible endpoint for other programs."""
+same layer as an OpenAI-compatible endpoint for other programs.
 
-from hy_eval.llm._base import (
+Six rooms, bottom first: ``core``, ``cache``, ``local``, ``providers``, ``batch``,
+``serve`` (docs/architecture.md); a room imports only the rooms below it, through their
+``__init__``. This package re-exports the names the rest of hy_eval and its users need."""
+
+from hy_eval.llm.cache import (
+    CACHE_MODES,
+    AnswerCache,
+    CacheMiss,
+    CacheMode,
+    cache_key,
+    canonical_json,
+    export_cassette,
+    import_cassette,
+    open_db,
+)
+from hy_eval.llm.core import (
+    DEFAULT_PRICES,
     Completion,
     ConfigError,
     Interrupted,
     ModelProcessDied,
+    PriceTable,
     Provider,
     ProviderError,
     RepeatedRefusal,
@@ -16,23 +33,24 @@ from hy_eval.llm._base import (
     parse_json_answer,
     short_text,
 )
-from hy_eval.llm._cache import (
-    CACHE_MODES,
-    AnswerCache,
-    CacheMiss,
-    CacheMode,
-    cache_key,
-    canonical_json,
-    open_db,
+from hy_eval.llm.providers import (
+    DEFAULT_CACHE_PATH,
+    PROVIDERS,
+    CallStats,
+    LLMClient,
+    ModelOptions,
+    ModelSpec,
+    RetryPolicy,
+    build_client,
+    make_provider,
 )
-from hy_eval.llm._cassette import export_cassette, import_cassette
-from hy_eval.llm._client import CallStats, LLMClient, RetryPolicy
-from hy_eval.llm._embed import EMBEDDING_MODEL, hashed_embedding
-from hy_eval.llm._options import DEFAULT_CACHE_PATH, ModelOptions
-from hy_eval.llm._prices import DEFAULT_PRICES, PriceTable
-from hy_eval.llm._providers import PROVIDERS, ModelSpec, build_client, make_provider
-from hy_eval.llm._serve import LLMServer, serve_in_thread
-from hy_eval.llm._serve_app import ServeSummary
+from hy_eval.llm.serve import (
+    EMBEDDING_MODEL,
+    LLMServer,
+    ServeSummary,
+    hashed_embedding,
+    serve_in_thread,
+)
 
 __all__ = [
     "CACHE_MODES",

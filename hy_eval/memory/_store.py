@@ -13,107 +13,19 @@ store as it was before that ``add``.
 from __future__ import annotations
 
 import json
-import re
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from hy_eval._files import private_db_file
+from hy_eval.memory._schema import MIGRATIONS
+from hy_eval.memory._search import search_terms, short_words
 from hy_eval.memory._subjects import subject_of
-
-_M1 = [
-    """CREATE TABLE memories (
-        id INTEGER PRIMARY KEY,
-        user_id TEXT NOT NULL,
-        text TEXT NOT NULL,
-        owner TEXT NOT NULL CHECK (owner IN ('user', 'agent')),
-        status TEXT NOT NULL DEFAULT 'active'
-            CHECK (status IN ('active', 'superseded', 'deleted')),
-        superseded_by INTEGER REFERENCES memories(id),
-        created REAL NOT NULL,
-        updated REAL NOT NULL
-    )""",
-    "CREATE INDEX memories_user ON memories(user_id, status)",
-    """CREATE TABLE events (
-        id INTEGER PRIMARY KEY,
-        memory_id INTEGER NOT NULL REFERENCES memories(id),
-        user_id TEXT NOT NULL,
-        op TEXT NOT NULL,
-        before TEXT,
-        after TEXT,
-        note TEXT,
-        created REAL NOT NULL
-    )""",
-    "CREATE INDEX events_memory ON events(memory_id)",
-    """CREATE TABLE profiles (
-        user_id TEXT NOT NULL,
-        version INTEGER NOT NULL,
-        data TEXT NOT NULL,
-        created REAL NOT NULL,
-        PRIMARY KEY (user_id, version)
-    )""",
-    """CREATE TABLE l1_raw (
-        id INTEGER PRIMARY KEY,
-        user_id TEXT NOT NULL,
-        session_id TEXT,
-        text TEXT NOT NULL,
-        created REAL NOT NULL
-    )""",
-    "CREATE INDEX l1_raw_user ON l1_raw(user_id, id)",
-]
-
-_M2 = [
-    """CREATE VIRTUAL TABLE memories_fts USING fts5(
-        text, content='memories', content_rowid='id', tokenize='trigram'
-    )""",
-    """CREATE TRIGGER memories_ai AFTER INSERT ON memories BEGIN
-        INSERT INTO memories_fts(rowid, text) VALUES (new.id, new.text);
-    END""",
-    """CREATE TRIGGER memories_ad AFTER DELETE ON memories BEGIN
-        INSERT INTO memories_fts(memories_fts, rowid, text) VALUES ('delete', old.id, old.text);
-    END""",
-    """CREATE TRIGGER memories_au AFTER UPDATE OF text ON memories BEGIN
-        INSERT INTO memories_fts(memories_fts, rowid, text) VALUES ('delete', old.id, old.text);
-        INSERT INTO memories_fts(rowid, text) VALUES (new.id, new.text);
-    END""",
-]
-
-
-def _backfill_subjects(db: sqlite3.Connection) -> None:
-    """Existing rows get the subject read back from their text (A5, R2). No speakers are
-    known here, so names read as ``other``; the guard matches them against the speakers of
-    the conversation it guards (``_reconcile.target_subject``)."""
-    rows = db.execute("SELECT id, text FROM memories").fetchall()
-    db.executemany(
-        "UPDATE memories SET subject = ? WHERE id = ?",
-        [(subject_of(text).key, memory_id) for memory_id, text in rows],
-    )
-
-
-#: Each memory's subject as read back when it was written (A5, R2). A column
-#: of the store for the guard, not a field of ``Memory`` nor a search filter: the design
-#: note keeps the subject in the fact's text.
-_M3: list[str | Callable[[sqlite3.Connection], None]] = [
-    "ALTER TABLE memories ADD COLUMN subject TEXT NOT NULL DEFAULT 'unknown'",
-    _backfill_subjects,
-]
-
-
-#: Numbered migrations; append only. Each runs once and is recorded.
-#: Each is a list of steps run one by one inside the migration's transaction
-#: (``executescript`` would commit half-way): SQL statements, or functions of the
-#: connection for what SQL cannot do (reading text back with ``subject_of``).
-MIGRATIONS: list[tuple[int, str, list[str | Callable[[sqlite3.Connection], None]]]] = [
-    (1, "memories, events, profiles, l1_raw", list(_M1)),
-    (2, "full-text search (FTS5 trigram)", list(_M2)),
-    (3, "memories.subject, backfilled by reading each text back", _M3),
-]
 
 
 @dataclass(frozen=True)
@@ -133,106 +45,6 @@ class Memory:
             "status": self.status,
             "superseded_by": self.superseded_by,
         }
-
-
-_STOPWORDS = frozenset(
-    {
-        "the",
-        "and",
-        "for",
-        "with",
-        "that",
-        "this",
-        "from",
-        "are",
-        "was",
-        "were",
-        "has",
-        "have",
-        "his",
-        "her",
-        "its",
-        "they",
-        "their",
-        "them",
-        "user",
-        "user's",
-        "about",
-        "into",
-        "also",
-        "been",
-        "not",
-        "but",
-        "who",
-        "what",
-        "when",
-        "where",
-        "which",
-    }
-)
-
-
-def search_terms(query: str) -> list[str]:
-    """FTS terms for a query: Latin words of 3+ letters (minus a few stopwords), also when
-    written straight against Chinese ("用户的Kindle"), and every 3-character window of each
-    run of Han characters (the trigram tokenizer's unit)."""
-    terms: list[str] = []
-    for word in re.findall(r"[A-Za-z\u00c0-\u024f]{3,}", query):
-        w = word.lower()
-        if w not in _STOPWORDS and w not in terms:
-            terms.append(w)
-    for run in re.findall(r"[\u3400-\u9fff\uf900-\ufaff]+", query):
-        grams = [run[i : i + 3] for i in range(len(run) - 2)] if len(run) >= 3 else []
-        for g in grams:
-            if g not in terms:
-                terms.append(g)
-    return terms
-
-
-#: Part-of-speech tags (jieba's) of the two-character words searched inside longer
-#: Chinese runs: nouns, names of people, places and organisations, other proper nouns,
-#: verbal nouns, Latin words. Verbs, adverbs and function words would find everything.
-_NOUN_TAGS = frozenset({"n", "nr", "nrt", "ns", "nt", "nz", "nw", "vn", "eng"})
-#: The speakers' placeholders are in nearly every memory: no search word.
-_NO_SEARCH_WORDS = frozenset({"用户", "助手"})
-
-
-@lru_cache(maxsize=1)
-def _pos_cutter() -> Any:
-    import logging
-
-    import jieba
-    import jieba.posseg
-
-    jieba.setLogLevel(logging.WARNING)  # its dictionary load logs to stderr
-    return jieba.posseg.POSTokenizer(jieba.Tokenizer())
-
-
-def _nouns_inside(run: str) -> list[str]:
-    """The two-character nouns jieba finds inside a Chinese run of three or more
-    characters (日语 in 用户日语, 瑜伽 in 周三练瑜伽): the trigram index misses a
-    two-character word unless its neighbours match too."""
-    return [
-        pair.word
-        for pair in _pos_cutter().cut(run, HMM=False)
-        if len(pair.word) == 2 and pair.flag in _NOUN_TAGS and pair.word not in _NO_SEARCH_WORDS
-    ]
-
-
-def _short_words(query: str) -> list[str]:
-    """Words the trigram index cannot find, searched as substrings: two-character Chinese
-    runs, two-character nouns inside longer runs, and tokens that mix letters and digits
-    (N2, B12, 6D), also against Chinese ("日语N2")."""
-    out: list[str] = []
-    for run in re.findall(r"[\u3400-\u9fff\uf900-\ufaff]+", query):
-        for word in [run] if len(run) == 2 else _nouns_inside(run) if len(run) > 2 else []:
-            if word not in out:
-                out.append(word)
-    for tok in re.findall(r"(?<![A-Za-z0-9])[A-Za-z0-9]{2,}(?![A-Za-z0-9])", query):
-        mixed = re.search(r"[A-Za-z]", tok) and re.search(r"[0-9]", tok)
-        if mixed and tok not in out:
-            out.append(tok)
-    return out
 
 
 class MemoryStore:
@@ -371,7 +183,7 @@ class MemoryStore:
 
     def search(self, query: str, user_id: str, limit: int = 5) -> list[Memory]:
         """Active memories of ``user_id`` related to ``query``, best first (BM25 over
-        trigrams, plus a substring match for the short words of ``_short_words``)."""
+        trigrams, plus a substring match for the short words of ``short_words``)."""
         terms = search_terms(query)
         found: list[Memory] = []
         if terms:
@@ -384,7 +196,7 @@ class MemoryStore:
                 (match, user_id, limit),
             )
             found = [self._row(r) for r in rows]
-        for word in _short_words(query):
+        for word in short_words(query):
             if len(found) >= limit:
                 break
             rows = self.db.execute(

@@ -10,7 +10,7 @@ import pytest
 
 from hy_eval.cli import main
 from hy_eval.harness.analysis import wilson_interval
-from hy_eval.llm.loopback import LoopbackServer, Reply, openai_completion
+from tests.loopback import LoopbackServer, Reply, openai_completion
 
 PAIRS = [
     # 1: a paraphrase the keywords miss.

@@ -16,7 +16,7 @@ from hy_eval.cli import main
 from hy_eval.cli._model import DEFAULT_CACHE
 from hy_eval.harness import RunConfig
 from hy_eval.llm import DEFAULT_CACHE_PATH, AnswerCache, ModelOptions
-from hy_eval.llm.loopback import (
+from tests.loopback import (
     LoopbackServer,
     Reply,
     anthropic_message,

@@ -13,7 +13,7 @@ import pytest
 
 from hy_eval.cli import main
 from hy_eval.llm import LLMServer
-from hy_eval.llm.loopback import LoopbackServer, Reply, error_body, openai_completion
+from tests.loopback import LoopbackServer, Reply, error_body, openai_completion
 
 ROOT = Path(__file__).resolve().parents[2]
 USER = [{"role": "user", "content": "I like tea."}]

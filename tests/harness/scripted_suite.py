@@ -10,9 +10,9 @@ import json
 import re
 
 from hy_eval.conversation import render_conversation
-from hy_eval.llm.loopback import LoopbackServer, Reply, openai_completion
 from hy_eval.memory._extract import MAX_FACT_CHARS, cut_text
 from tests.harness.oracle import plan_operations
+from tests.loopback import LoopbackServer, Reply, openai_completion
 
 PREFIX = {
     "en": {"user": "The user", "assistant": "The assistant"},

@@ -1,4 +1,4 @@
-"""A stand-in for hy_eval/llm/_llama_worker.py that speaks its pipe protocol with scripted
+"""A stand-in for hy_eval/llm/local/_llama_worker.py that speaks its pipe protocol with scripted
 answers, so that the local provider's process handling is tested without llama.cpp.
 
 Run as ``fake_llama_worker.py PLAN.json N_CTX THREADS SLOTS``; the "model file" is a plan:

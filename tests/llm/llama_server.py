@@ -4,7 +4,7 @@ without llama.cpp's extra buffer types.
 
 With extra buffer types the CPU backend repacks weights for its AMX kernels, which
 segfault in decode on some Xeons; the harness's own model process loads with
-``use_extra_bufts = False`` (``hy_eval/llm/_llama_worker.py``, ``plain_class``). The
+``use_extra_bufts = False`` (``hy_eval/llm/local/_llama_worker.py``, ``plain_class``). The
 server builds its ``Llama`` from ``llama_model_default_params()``, so that function is
 wrapped for the whole process before the server's ``main`` runs. Used by
 ``tests/llm/test_real_server.py``.

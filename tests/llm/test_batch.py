@@ -9,11 +9,10 @@ import json
 import pytest
 
 from hy_eval.llm import ProviderError, Request, build_client
-from hy_eval.llm._batch import STATE_NAME, BatchEngine, BatchState, split_items
-from hy_eval.llm._batch_vendors import BatchItem
-from hy_eval.llm._cache import cache_key, canonical_json
-from hy_eval.llm.loopback import LoopbackServer, Reply, anthropic_message, openai_completion
-from hy_eval.llm.loopback_batch import BatchScript
+from hy_eval.llm.batch._engine import STATE_NAME, BatchEngine, BatchState, split_items
+from hy_eval.llm.batch._vendors import BatchItem
+from hy_eval.llm.cache._cache import cache_key, canonical_json
+from tests.loopback import BatchScript, LoopbackServer, Reply, anthropic_message, openai_completion
 
 SCHEMA = {"type": "object", "properties": {"echo": {"type": "string"}}}
 
@@ -208,7 +207,7 @@ def test_cancel_asks_the_vendor_and_a_resume_collects_what_is_left(vendor, tmp_p
 
 
 def test_the_spool_gives_back_requests_with_the_same_keys(tmp_path):
-    from hy_eval.llm._batch_spool import RequestSpool
+    from hy_eval.llm.batch._spool import RequestSpool
 
     reqs = [
         *requests(3),

@@ -7,7 +7,7 @@ import sqlite3
 import pytest
 
 from hy_eval.llm import AnswerCache, CacheMiss, LLMClient, Request, make_provider
-from hy_eval.llm.loopback import LoopbackServer, Reply, openai_completion
+from tests.loopback import LoopbackServer, Reply, openai_completion
 
 BASE = Request.of(
     [{"role": "user", "content": "hi"}],

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from hy_eval.llm import AnswerCache, LLMClient, Request, make_provider, parse_json_answer
-from hy_eval.llm.loopback import LoopbackServer, Reply, openai_completion
+from tests.loopback import LoopbackServer, Reply, openai_completion
 
 DEEP = '{"facts": ' + "[" * 5000 + "]" * 5000 + "}"
 SHALLOW_BUT_TOO_DEEP = '{"facts": ' + "[" * 70 + "]" * 70 + "}"

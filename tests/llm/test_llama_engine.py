@@ -1,4 +1,4 @@
-"""The batched engine of the embedded model's process (hy_eval/llm/_llama_engine.py)
+"""The batched engine of the embedded model's process (hy_eval/llm/local/_llama_engine.py)
 against llama-cpp-python's own chat completion, on the real SmolLM2 model: the same text,
 finish reason and token counts whether a request runs alone, batched with others, or with
 its system prompt copied from a prefix sequence; and the worker's protocol around it
@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from hy_eval.llm._local import WORKER_SCRIPT, embedded_model_path
+from hy_eval.llm.local._local import WORKER_SCRIPT, embedded_model_path
 from tests.llm.test_local import SCHEMA
 
 pytestmark = pytest.mark.slow
@@ -46,7 +46,7 @@ def request(i, text, **extra):
 def llama():
     import llama_cpp
 
-    from hy_eval.llm._llama_worker import ContextPool, load_model
+    from hy_eval.llm.local._llama_worker import ContextPool, load_model
 
     path = str(embedded_model_path())
     pool = ContextPool(path, 4096, lambda: load_model(llama_cpp, path, 4096))
@@ -57,14 +57,14 @@ def llama():
 
 
 def library(pool, req):
-    from hy_eval.llm._llama_worker import answer
+    from hy_eval.llm.local._llama_worker import answer
 
     return answer(pool, req)
 
 
 def engine_answers(llama, reqs, slots):
     """Every request through one BatchEngine, admitted as slots free up."""
-    from hy_eval.llm._llama_engine import BatchEngine
+    from hy_eval.llm.local._llama_engine import BatchEngine
 
     llama_cpp, _, holder = llama
     engine = BatchEngine(llama_cpp, holder, n_ctx=4096, slots=slots)
@@ -106,7 +106,7 @@ def test_length_and_a_prompt_too_long_read_as_the_library_reads_them(llama):
     assert got[0] == library(pool, short)
     assert got[0]["finish_reason"] == "length" and got[0]["completion_tokens"] == 5
 
-    from hy_eval.llm._llama_engine import BatchEngine
+    from hy_eval.llm.local._llama_engine import BatchEngine
 
     llama_cpp, _, holder = llama
     engine = BatchEngine(llama_cpp, holder, n_ctx=64, slots=1)

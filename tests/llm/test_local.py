@@ -11,7 +11,7 @@ import pytest
 
 from hy_eval.harness import RunConfig, RunError, Runner
 from hy_eval.llm import LLMClient, Request, make_provider
-from hy_eval.llm._local import embedded_model_path
+from hy_eval.llm.local._local import embedded_model_path
 from tests.harness.run.test_run import write_suite
 
 pytestmark = pytest.mark.slow
@@ -70,7 +70,7 @@ def test_grammar_checked_on_the_argmax_first_gives_the_library_s_tokens():
     masked only when it is refused) against llama-cpp-python's own chain, same prompts."""
     import llama_cpp
 
-    from hy_eval.llm._llama_worker import fast_grammar_class, plain_class
+    from hy_eval.llm.local._llama_worker import fast_grammar_class, plain_class
 
     path = str(embedded_model_path())
     fast = fast_grammar_class(llama_cpp)(model_path=path, n_ctx=2048, verbose=False)
@@ -110,7 +110,7 @@ def test_models_load_without_extra_buffer_types():
     default is left as it was."""
     import llama_cpp
 
-    from hy_eval.llm._llama_worker import load_model
+    from hy_eval.llm.local._llama_worker import load_model
 
     assert llama_cpp.llama_cpp.llama_model_default_params().use_extra_bufts is True
     llm = load_model(llama_cpp, str(embedded_model_path()), 512)

@@ -18,9 +18,9 @@ from hy_eval.llm import (
     ModelProcessDied,
     ProviderError,
     Request,
-    _local,
     make_provider,
 )
+from hy_eval.llm.local import _local
 from tests.harness.run.test_run import write_suite
 
 FAKE = Path(__file__).with_name("fake_llama_worker.py")

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 from hy_eval.cli import main
 from hy_eval.harness.run._runner import local_machine
-from hy_eval.llm._machine import machine_info, machines_match, read_sidecar, sidecar
+from hy_eval.llm.cache._machine import machine_info, machines_match, read_sidecar, sidecar
 
 ROOT = Path(__file__).resolve().parents[2]
 CASSETTE = ROOT / "tests" / "cassettes" / "multi_speaker.default.local.jsonl"

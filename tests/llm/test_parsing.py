@@ -5,9 +5,9 @@ import random
 import pytest
 
 from hy_eval.llm import ModelSpec, PriceTable, Request, RetryPolicy, Usage, parse_json_answer
-from hy_eval.llm._anthropic import to_anthropic_request
-from hy_eval.llm._base import retry_after_seconds
-from hy_eval.llm._openai import to_openai_request
+from hy_eval.llm.core._base import retry_after_seconds
+from hy_eval.llm.providers._anthropic import to_anthropic_request
+from hy_eval.llm.providers._openai import to_openai_request
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from hy_eval.llm import LLMClient, ProviderError, Request, RetryPolicy, make_provider
-from hy_eval.llm.loopback import (
+from tests.loopback import (
     LoopbackServer,
     Reply,
     anthropic_message,

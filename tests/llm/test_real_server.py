@@ -25,8 +25,8 @@ pytest.importorskip("llama_cpp.server", reason="needs llama-cpp-python[server] (
 
 from hy_eval.cli import main
 from hy_eval.llm import LLMClient, ProviderError, Request, build_client, make_provider
-from hy_eval.llm._local import embedded_model_path
-from hy_eval.llm._structured import ModeMemory
+from hy_eval.llm.local._local import embedded_model_path
+from hy_eval.llm.providers._structured import ModeMemory
 from hy_eval.memory import PromptLibrary
 from hy_eval.memory._extract import EXTRACTION_SCHEMA
 

@@ -23,7 +23,7 @@ from hy_eval.llm import (
     PriceTable,
     serve_in_thread,
 )
-from hy_eval.llm.loopback import (
+from tests.loopback import (
     LoopbackServer,
     Reply,
     anthropic_message,

@@ -18,9 +18,9 @@ from hy_eval.llm import (
     cache_key,
     make_provider,
 )
-from hy_eval.llm._openai import to_openai_request
-from hy_eval.llm._structured import SCHEMA_INSTRUCTION, ModeMemory, key_options
-from hy_eval.llm.loopback import LoopbackServer, Reply, error_body, openai_completion
+from hy_eval.llm.providers._openai import to_openai_request
+from hy_eval.llm.providers._structured import SCHEMA_INSTRUCTION, ModeMemory, key_options
+from tests.loopback import LoopbackServer, Reply, error_body, openai_completion
 
 SCHEMA = {
     "type": "object",

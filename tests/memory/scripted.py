@@ -4,8 +4,8 @@ requests (told apart by the schema name on the wire) from queues the test fills.
 import json
 
 from hy_eval.llm import LLMClient, RetryPolicy, make_provider
-from hy_eval.llm.loopback import LoopbackServer, Reply, openai_completion
 from hy_eval.memory import MemoryClient, MemoryStore, PromptLibrary
+from tests.loopback import LoopbackServer, Reply, openai_completion
 
 
 def schema_name(req):

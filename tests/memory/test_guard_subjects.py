@@ -9,7 +9,7 @@ import pytest
 
 from hy_eval.conversation import MessageError
 from hy_eval.memory import MemoryStore
-from hy_eval.memory._store import MIGRATIONS
+from hy_eval.memory._schema import MIGRATIONS
 
 from .scripted import ScriptedModel, seed
 

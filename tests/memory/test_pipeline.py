@@ -5,8 +5,8 @@ import asyncio
 
 import pytest
 
-from hy_eval.llm.loopback import Reply
 from hy_eval.memory import MemoryStore
+from tests.loopback import Reply
 
 from .scripted import ScriptedModel, schema_name, seed
 

@@ -6,7 +6,8 @@ import sqlite3
 import pytest
 
 from hy_eval.memory import MemoryStore
-from hy_eval.memory._store import MIGRATIONS, search_terms
+from hy_eval.memory._schema import MIGRATIONS
+from hy_eval.memory._search import search_terms
 
 
 def test_migrations_are_recorded_and_run_once(tmp_path):

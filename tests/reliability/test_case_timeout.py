@@ -11,8 +11,8 @@ import pytest
 from hy_eval._exitcodes import ExitCode
 from hy_eval.cli import main
 from hy_eval.harness import RunConfig, Runner
-from hy_eval.llm.loopback import LoopbackServer, Reply, openai_completion
 from tests.harness.systems.test_external import fake_system  # noqa: F401 (a fixture)
+from tests.loopback import LoopbackServer, Reply, openai_completion
 
 
 def hanging_suite(folder: Path) -> str:

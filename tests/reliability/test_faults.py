@@ -9,9 +9,9 @@ import sqlite3
 import threading
 
 from hy_eval.harness import RunConfig, Runner
-from hy_eval.llm.loopback import Reply
 from tests.harness.run.test_run import write_suite
 from tests.harness.scripted_suite import SuiteModel, model_args, perfect_extraction
+from tests.loopback import Reply
 
 SECRET = "sk-dummy-SECRET-7f3a9c"
 

@@ -240,7 +240,7 @@ def test_a_batch_spool_that_is_a_link_is_refused(tmp_path):
     import sqlite3
 
     from hy_eval._files import LinkRefused
-    from hy_eval.llm._batch_spool import SPOOL_NAME, RequestSpool
+    from hy_eval.llm.batch._spool import SPOOL_NAME, RequestSpool
 
     target = tmp_path / "elsewhere" / "mine.sqlite"
     target.parent.mkdir()

@@ -20,8 +20,8 @@ import pytest
 
 from hy_eval.conversation._render import LABEL_LINE_RE, NAME_LINE_RE
 from hy_eval.harness import Runner, load_suite
-from hy_eval.llm.loopback import Reply
 from tests.harness.scripted_suite import SuiteModel, perfect_extraction, scripted_config
+from tests.loopback import Reply
 
 HERE = Path(__file__).parent / "hostile"
 ROOT = Path(__file__).resolve().parents[2]

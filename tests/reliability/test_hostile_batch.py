@@ -13,11 +13,10 @@ import pytest
 
 from hy_eval.cli import main
 from hy_eval.llm import build_client
-from hy_eval.llm._batch import STATE_NAME, BatchEngine, BatchState, BatchStateError
-from hy_eval.llm.loopback import LoopbackServer, Reply, openai_completion
-from hy_eval.llm.loopback_batch import BatchBackend, BatchScript
+from hy_eval.llm.batch._engine import STATE_NAME, BatchEngine, BatchState, BatchStateError
 from tests.harness.run.test_run import write_suite
 from tests.llm.test_batch import client, echo_script, items_of, one_round, requests
+from tests.loopback import BatchBackend, BatchScript, LoopbackServer, Reply, openai_completion
 
 KEY = "sk-canary-BATCH-4f3e2d1c0b"
 

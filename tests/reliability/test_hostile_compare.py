@@ -205,7 +205,7 @@ def test_a_torn_last_line_is_still_skipped(two_runs, tmp_path, capsys):
 #: constant.
 ALLOWED = {
     "hy_eval/_terminal.py": None,  # the function itself
-    "hy_eval/llm/_llama_worker.py": 4,
+    "hy_eval/llm/local/_llama_worker.py": 4,
     # The systems' workers run under another interpreter without hy_eval; they move the
     # process's stdout aside for their JSON lines and send stray writes to stderr.
     "hy_eval/harness/systems/workers/hy_memory_worker.py": 2,

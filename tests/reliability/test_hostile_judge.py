@@ -11,10 +11,10 @@ import pytest
 
 from hy_eval.harness.run import Runner
 from hy_eval.harness.scoring import REASON_LIMIT, Judge
-from hy_eval.llm._base import LABEL_LIMIT
-from hy_eval.llm.loopback import LoopbackServer, Reply, anthropic_message, openai_completion
+from hy_eval.llm.core._base import LABEL_LIMIT
 from tests.harness.run.test_matcher_runs import CASES, JudgedSuiteModel, write_suite
 from tests.harness.scripted_suite import scripted_config
+from tests.loopback import LoopbackServer, Reply, anthropic_message, openai_completion
 
 SAME = '{"same": true, "reason": "the same"}'
 

@@ -8,9 +8,9 @@ keys are canaries, and the "elsewhere" server counts what reached it."""
 import json
 
 from hy_eval.cli import main
-from hy_eval.llm.loopback import LoopbackServer, Reply, anthropic_message, openai_completion
 from tests.harness.run.test_matcher_runs import JudgedSuiteModel, write_suite
 from tests.harness.scripted_suite import model_args
+from tests.loopback import LoopbackServer, Reply, anthropic_message, openai_completion
 from tests.reliability.test_run_folder import error_lines, ids_of
 
 OPENAI_KEY = "sk-canary-OPENAI-7d1f2e3a"

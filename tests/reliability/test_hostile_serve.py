@@ -15,8 +15,8 @@ import openai
 import pytest
 
 from hy_eval.llm import LLMServer, ModelOptions
-from hy_eval.llm._serve_guard import allowed_hosts
-from hy_eval.llm.loopback import LoopbackServer, Reply, openai_completion
+from hy_eval.llm.serve._guard import allowed_hosts
+from tests.loopback import LoopbackServer, Reply, openai_completion
 
 CHAT = json.dumps({"model": "gpt-up", "messages": [{"role": "user", "content": "hi"}]}).encode()
 
@@ -253,7 +253,7 @@ def test_a_post_without_a_length_is_411(server, upstream):
 
 
 def test_connections_over_the_cap_are_answered_503_at_once(server, monkeypatch):
-    monkeypatch.setattr("hy_eval.llm._serve.MAX_CONNECTIONS", 8)
+    monkeypatch.setattr("hy_eval.llm.serve._server.MAX_CONNECTIONS", 8)
     held = [socket.create_connection(address(server), timeout=5) for _ in range(8)]
     try:
         for sock in held:
@@ -276,7 +276,7 @@ def test_connections_over_the_cap_are_answered_503_at_once(server, monkeypatch):
 
 
 def test_a_request_trickled_byte_by_byte_is_cut_at_the_header_deadline(server, monkeypatch):
-    monkeypatch.setattr("hy_eval.llm._serve.HEADER_TIMEOUT", 0.5)
+    monkeypatch.setattr("hy_eval.llm.serve._server.HEADER_TIMEOUT", 0.5)
     data = head(server, "GET", "/v1/models", Content_Length=None)
     with socket.create_connection(address(server), timeout=3) as sock:
         started = time.perf_counter()
@@ -303,7 +303,7 @@ def test_a_request_trickled_byte_by_byte_is_cut_at_the_header_deadline(server, m
 
 def test_an_idle_keep_alive_connection_outlives_the_header_deadline(server, monkeypatch):
     """The deadline starts at a request's first byte, not when the last answer left."""
-    monkeypatch.setattr("hy_eval.llm._serve.HEADER_TIMEOUT", 0.3)
+    monkeypatch.setattr("hy_eval.llm.serve._server.HEADER_TIMEOUT", 0.3)
     conn = http.client.HTTPConnection(*address(server), timeout=3)
     sockets = []
     for _ in range(2):
@@ -318,7 +318,7 @@ def test_an_idle_keep_alive_connection_outlives_the_header_deadline(server, monk
 
 
 def test_a_body_sent_slowly_is_408_at_the_body_deadline(server, upstream, monkeypatch):
-    monkeypatch.setattr("hy_eval.llm._serve.BODY_TIMEOUT", 0.4)
+    monkeypatch.setattr("hy_eval.llm.serve._server.BODY_TIMEOUT", 0.4)
     with socket.create_connection(address(server), timeout=3) as sock:
         sock.sendall(head(server) + CHAT[:5])
         started = time.perf_counter()

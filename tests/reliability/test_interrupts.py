@@ -150,7 +150,7 @@ def local_run(tmp_path, slow_from, slow_s=30):
     args = ["--suite", str(tmp_path / "toy"), "--model", str(plan), "--cache", str(cache)]
     args += ["--concurrency", "1"]
     code = (
-        "import sys; from pathlib import Path; from hy_eval.llm import _local; "
+        "import sys; from pathlib import Path; from hy_eval.llm.local import _local; "
         f"_local.WORKER_SCRIPT = Path({str(FAKE_WORKER)!r}); from hy_eval.cli import main; "
         f"sys.exit(main({[*args, '--out', str(run_dir), '--quiet']!r}))"
     )

@@ -16,7 +16,7 @@ import openai
 import pytest
 
 from hy_eval.llm import ModelOptions, serve_in_thread
-from hy_eval.llm._local import WORKER_SCRIPT, embedded_model_path
+from hy_eval.llm.local._local import WORKER_SCRIPT, embedded_model_path
 
 pytestmark = pytest.mark.slow
 

@@ -19,9 +19,9 @@ from hy_eval.harness import RunError, Runner
 from hy_eval.harness.datasets import DATASETS_DIR
 from hy_eval.harness.gate import default_baseline_path
 from hy_eval.harness.run import LOCK_NAME
-from hy_eval.llm.loopback import LoopbackServer, Reply, openai_completion
 from tests.harness.run.test_run import write_suite
 from tests.harness.scripted_suite import SuiteModel, model_args, scripted_config
+from tests.loopback import LoopbackServer, Reply, openai_completion
 
 SECRET = "sk-dummy-RESUME-5b1e0d4c"
 

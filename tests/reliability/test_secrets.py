@@ -10,9 +10,9 @@ import pytest
 
 from hy_eval._redact import MARK, redact, redact_tree, register_secret
 from hy_eval.cli import main
-from hy_eval.llm.loopback import Reply
 from tests.harness.run.test_run import write_suite
 from tests.harness.scripted_suite import SuiteModel
+from tests.loopback import Reply
 
 ROOT = Path(__file__).resolve().parents[2]
 

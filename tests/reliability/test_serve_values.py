@@ -10,8 +10,8 @@ from urllib.parse import urlsplit
 import pytest
 
 from hy_eval.llm import LLMServer, ModelOptions
-from hy_eval.llm._serve_wire import WireError, read_chat
-from hy_eval.llm.loopback import LoopbackServer, Reply, openai_completion
+from hy_eval.llm.serve._wire import WireError, read_chat
+from tests.loopback import LoopbackServer, Reply, openai_completion
 
 USER = [{"role": "user", "content": "I like tea."}]
 

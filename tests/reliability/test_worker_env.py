@@ -11,7 +11,7 @@ from pathlib import Path
 
 from hy_eval.harness import RunConfig, Runner
 from hy_eval.harness.systems._external import PASSED_PREFIXES, PASSED_VARIABLES
-from hy_eval.llm.loopback import LoopbackServer, Reply, openai_completion
+from tests.loopback import LoopbackServer, Reply, openai_completion
 
 PLANTED = Path(__file__).with_name("planted_worker.py")
 CANARIES = {

@@ -11,7 +11,7 @@ are therefore exactly those the normal run makes. With ``--matcher judge`` and a
 the run's own model, the judge's requests are collected the same way once a case's
 pipeline answers are in the cache (all its pairs in one round).
 
-``--batch-dir DIR`` makes the vendor a folder (``llm/_batch_folder.py``): a round writes
+``--batch-dir DIR`` makes the vendor a folder (``llm/batch/_folder.py``): a round writes
 its requests as an OpenAI Batch file and the process ends with exit code 5, saying how
 many requests wait, where, and the command that continues; that command reads the
 answers placed in the folder and writes the next round's requests. Once every case's
@@ -35,12 +35,20 @@ from hy_eval.harness.run._config import RunConfig
 from hy_eval.harness.run._plan import RunError, RunPlan
 from hy_eval.harness.scoring import Judge
 from hy_eval.llm import Completion, ConfigError, LLMClient, PriceTable, ProviderError, Request
-from hy_eval.llm._base import short_text
-from hy_eval.llm._batch import STATE_NAME, BatchEngine, BatchesWaiting, BatchState, RoundReport
-from hy_eval.llm._batch_folder import FolderBatches
-from hy_eval.llm._batch_serve import ROUNDS_LIMIT, BatchServe
-from hy_eval.llm._batch_spool import SPOOL_NAME, RequestSpool
-from hy_eval.llm._cache import cache_key, canonical_json
+from hy_eval.llm.batch import (
+    ROUNDS_LIMIT,
+    SPOOL_NAME,
+    STATE_NAME,
+    BatchEngine,
+    BatchesWaiting,
+    BatchServe,
+    BatchState,
+    FolderBatches,
+    RequestSpool,
+    RoundReport,
+)
+from hy_eval.llm.cache import cache_key, canonical_json
+from hy_eval.llm.core import short_text
 from hy_eval.memory import MemoryStore
 
 #: Batch prices are half the interactive ones at both vendors.

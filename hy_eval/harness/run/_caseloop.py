@@ -22,7 +22,7 @@ from hy_eval.harness.runlog import RecordWriter
 from hy_eval.harness.scoring import Judge
 from hy_eval.harness.systems import ExternalRun, MemorySystem, OwnPipeline
 from hy_eval.llm import LLMClient, PriceTable, RunStopped
-from hy_eval.llm._batch_serve import BatchServe
+from hy_eval.llm.batch import BatchServe
 from hy_eval.memory import PromptLibrary
 
 #: A queue item: the case's reference, its dataset line, the repeat.

@@ -32,7 +32,7 @@ from hy_eval.llm import (
     ProviderError,
     RunStopped,
 )
-from hy_eval.llm._base import short_text
+from hy_eval.llm.core import short_text
 from hy_eval.memory import MemoryStore, PromptLibrary
 
 

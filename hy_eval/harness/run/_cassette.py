@@ -13,7 +13,7 @@ from hy_eval.harness.run._config import RunConfig
 from hy_eval.harness.run._plan import RunError
 from hy_eval.harness.run._runner import Runner, local_machine
 from hy_eval.llm import AnswerCache, ModelOptions, export_cassette
-from hy_eval.llm._machine import sidecar
+from hy_eval.llm.cache import sidecar
 
 
 def record_cassette(

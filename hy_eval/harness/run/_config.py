@@ -155,7 +155,7 @@ class RunConfig(BaseModel):
     """On Ctrl-C cancel the remote batches (default: leave them running, resumable)."""
     batch_dir: str | None = None
     """The batch vendor is this folder: each round's requests are written to it as an
-    OpenAI Batch file and their answers read back from it (``llm/_batch_folder.py``)."""
+    OpenAI Batch file and their answers read back from it (``llm/batch/_folder.py``)."""
 
     @classmethod
     def of(cls, options: ModelOptions, **settings: Any) -> RunConfig:

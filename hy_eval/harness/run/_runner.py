@@ -60,9 +60,8 @@ from hy_eval.llm import (
     RunStopped,
     Usage,
 )
-from hy_eval.llm._batch_folder import OfflineProvider
-from hy_eval.llm._batch_serve import BatchServe
-from hy_eval.llm._machine import machine_info
+from hy_eval.llm.batch import BatchServe, OfflineProvider
+from hy_eval.llm.cache import machine_info
 from hy_eval.memory._prompts import PromptError
 
 

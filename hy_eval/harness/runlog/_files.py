@@ -141,7 +141,7 @@ class RunManifest(BaseModel):
         default=None,
         description="The embedded model's run only: llama.cpp's system info (CPU features, "
         "kernels), the CPU, the threads per model process and the processes "
-        "(llm/_machine.py): answers repeat on a machine where these are equal.",
+        "(llm/cache/_machine.py): answers repeat on a machine where these are equal.",
     )
     structured_output: dict[str, Any] | None = Field(
         default=None,

@@ -23,7 +23,7 @@ from typing import Any
 from hy_eval.harness.datasets import GoldFact
 from hy_eval.harness.scoring._matching import Verdict, VerdictMatcher, gold_text
 from hy_eval.llm import LLMClient, ModelOptions, ProviderError, Request
-from hy_eval.llm._base import short_text
+from hy_eval.llm.core import short_text
 from hy_eval.memory import PromptLibrary
 from hy_eval.memory._prompts import JUDGE_STAGE
 

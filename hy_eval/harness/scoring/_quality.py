@@ -27,7 +27,7 @@ from hy_eval.harness.runlog import (
 
 QUALITY_FILE = DATASETS_DIR / "matcher_pairs" / "quality.json"
 
-#: The embedded model (``llm/_local.DEFAULT_LOCAL_MODEL``), whose runs the benchmark's
+#: The embedded model (``llm/local/_local.DEFAULT_LOCAL_MODEL``), whose runs the benchmark's
 #: ``embedded_run`` pairs come from; named here so scoring does not import the model layer.
 EMBEDDED_MODEL = "SmolLM2-135M-Instruct"
 #: Below this many test pairs in a language, a source's figures are too thin to stand for

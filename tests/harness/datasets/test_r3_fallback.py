@@ -10,9 +10,9 @@ import pytest
 
 from hy_eval.harness import Case, load_suite, run_case
 from hy_eval.llm import LLMClient, PriceTable, RetryPolicy, make_provider
-from hy_eval.llm.loopback import Reply
 from hy_eval.memory import PromptLibrary
 from tests.harness.scripted_suite import SuiteModel, gold_text
+from tests.loopback import Reply
 
 R3_CASES = [c for c in load_suite("multi_speaker").cases if "R3" in c.rules]
 

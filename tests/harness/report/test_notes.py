@@ -16,7 +16,7 @@ from hy_eval.harness.runlog import (
     read_summary,
 )
 from hy_eval.harness.scoring import METRICS
-from hy_eval.llm._local import DEFAULT_LOCAL_MODEL
+from hy_eval.llm.local._local import DEFAULT_LOCAL_MODEL
 from tests.harness.report.test_report import scored_record
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -15,8 +15,8 @@ import pytest
 from hy_eval._exitcodes import ExitCode
 from hy_eval.harness import Runner, load_suite
 from hy_eval.harness.run import RunError
-from hy_eval.llm._batch import STATE_NAME
-from hy_eval.llm._batch_folder import REQUESTS_SUFFIX, RESULTS_SUFFIX
+from hy_eval.llm.batch._engine import STATE_NAME
+from hy_eval.llm.batch._folder import REQUESTS_SUFFIX, RESULTS_SUFFIX
 from tests.harness.scripted_suite import SuiteModel, scripted_config
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -194,7 +194,7 @@ def scripted_results(model, path, change=None):
     """The results file of ``path`` as the scripted model answers it (in process);
     ``change(i, line)`` may rewrite the i-th output line (a dict) or return lines of its own
     (a list of str) to write instead."""
-    from hy_eval.llm.loopback import ServedRequest
+    from tests.loopback import ServedRequest
 
     out = []
     for i, line in enumerate(lines_of(path)):
@@ -402,8 +402,8 @@ def test_sigkill_inside_and_between_rounds_asks_nothing_twice(tmp_path):
 
 def test_matchers_evaluate_asks_the_judge_of_every_pair_in_one_round(tmp_path, capsys):
     from hy_eval.cli import main
-    from hy_eval.llm.loopback import LoopbackServer, Reply, openai_completion
     from tests.cli.test_matchers_cli import PAIRS, rate, write_pairs
+    from tests.loopback import LoopbackServer, Reply, openai_completion
 
     def script(req):
         verdict = json.dumps({"same": True, "reason": "x"})

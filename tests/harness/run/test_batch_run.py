@@ -13,10 +13,9 @@ import time
 from pathlib import Path
 
 from hy_eval.harness import Runner, load_suite
-from hy_eval.llm._batch import STATE_NAME
-from hy_eval.llm.loopback import LoopbackServer
-from hy_eval.llm.loopback_batch import BatchScript
+from hy_eval.llm.batch._engine import STATE_NAME
 from tests.harness.scripted_suite import SuiteModel, scripted_config
+from tests.loopback import BatchScript, LoopbackServer
 
 ROOT = Path(__file__).resolve().parents[3]
 LIMIT = 12

@@ -14,8 +14,8 @@ from hy_eval.harness.analysis import CompareError, compare, run_outcomes
 from hy_eval.harness.report import comparison_text, write_compare_page
 from hy_eval.harness.run import Runner
 from hy_eval.harness.runlog import RunSummary
-from hy_eval.llm.loopback import Reply, openai_completion
 from tests.harness.scripted_suite import SuiteModel, scripted_config
+from tests.loopback import Reply, openai_completion
 
 CASES = [
     # A paraphrase the keywords miss (no "Charité"), in English and in Chinese.

@@ -4,9 +4,9 @@ empty run folder); one that failed after some cases keeps them, for --resume."""
 import pytest
 
 from hy_eval.harness import RunConfig, RunError, Runner
-from hy_eval.llm.loopback import Reply
 from tests.harness.run.test_run import config, write_suite
 from tests.harness.scripted_suite import SuiteModel, perfect_extraction
+from tests.loopback import Reply
 
 
 def test_a_replay_only_miss_at_the_first_case_leaves_no_folder(tmp_path):

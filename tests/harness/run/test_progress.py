@@ -143,7 +143,7 @@ def test_a_run_on_a_terminal_shows_the_model_loading_and_the_case_ticking(tmp_pa
     # One case at a time: the line shows the first case alone while the model loads.
     args += ["--out", str(tmp_path / "run"), "--concurrency", "1"]
     code = (
-        "import sys; from pathlib import Path; from hy_eval.llm import _local; "
+        "import sys; from pathlib import Path; from hy_eval.llm.local import _local; "
         f"_local.WORKER_SCRIPT = Path({str(fake)!r}); from hy_eval.cli import main; "
         f"sys.exit(main({args!r}))"
     )

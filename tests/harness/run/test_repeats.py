@@ -26,7 +26,7 @@ class OnceBroken(SuiteModel):
                 self.seen[case_id] = self.seen.get(case_id, 0) + 1
                 nth = self.seen[case_id]
             if case_id == "t-01" and nth == 2:
-                from hy_eval.llm.loopback import Reply, openai_completion
+                from tests.loopback import Reply, openai_completion
 
                 wrong = {
                     "facts": [{"text": "John likes coffee #1.", "owner": "user"}],

@@ -10,11 +10,11 @@ import pytest
 
 from hy_eval.harness import Runner, load_suite
 from hy_eval.harness.run import _reuse
-from hy_eval.llm.loopback import Reply
 from tests.harness.report.test_report_escaping import embedded_data
 from tests.harness.run.test_run import config as run_config
 from tests.harness.run.test_run import write_suite
 from tests.harness.scripted_suite import SuiteModel, perfect_extraction
+from tests.loopback import Reply
 
 
 def config(server, tmp_path, name, **kw):

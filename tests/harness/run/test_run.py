@@ -163,7 +163,7 @@ def test_resume_finishes_without_losing_or_doubling(tmp_path):
 
 
 def test_provider_errors_mark_cases_failed_and_exit_3(tmp_path):
-    from hy_eval.llm.loopback import Reply
+    from tests.loopback import Reply
 
     suite = write_suite(tmp_path / "toy", 4)
     ext = {c.id: perfect_extraction(c) for c in suite.cases}

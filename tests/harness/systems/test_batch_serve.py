@@ -12,7 +12,6 @@ import pytest
 from hy_eval._exitcodes import ExitCode
 from hy_eval.harness.run import RunError, Runner
 from hy_eval.harness.systems._external import PASSED_VARIABLES
-from hy_eval.llm.loopback import LoopbackServer, Reply
 from tests.harness.run.test_batch_folder import (
     answer_file,
     check_vllm_input,
@@ -21,6 +20,7 @@ from tests.harness.run.test_batch_folder import (
     unanswered,
 )
 from tests.harness.systems.test_external import config, fake_system, script  # noqa: F401
+from tests.loopback import LoopbackServer, Reply
 
 
 def named(req):

@@ -16,7 +16,7 @@ from hy_eval.harness import RunConfig, Runner, load_suite
 from hy_eval.harness.run import RunError
 from hy_eval.harness.systems import CaseFailed, SystemInstallError, ensure_venv
 from hy_eval.harness.systems._external import PASSED_VARIABLES
-from hy_eval.llm.loopback import LoopbackServer, Reply, openai_completion
+from tests.loopback import LoopbackServer, Reply, openai_completion
 
 FAKE = Path(__file__).with_name("fake_worker.py")
 

@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 
 from hy_eval.harness.systems import SystemInstallError, ensure_venv, worker_script
-from hy_eval.llm.loopback import LoopbackServer, Reply, ServedRequest, openai_completion
+from tests.loopback import LoopbackServer, Reply, ServedRequest, openai_completion
 
 MEMORY_AT = "2026-01-15T10:00:00"
 DIMS = 64

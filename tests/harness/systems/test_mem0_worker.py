@@ -18,7 +18,7 @@ from typing import IO, Any
 import pytest
 
 from hy_eval.harness.systems import SystemInstallError, ensure_venv, worker_script
-from hy_eval.llm.loopback import LoopbackServer, Reply, ServedRequest, error_body, openai_completion
+from tests.loopback import LoopbackServer, Reply, ServedRequest, error_body, openai_completion
 
 DIMS = 16
 MEMORY_AT = "2026-01-15T10:00:00"

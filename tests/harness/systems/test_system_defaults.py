@@ -9,8 +9,8 @@ from hy_eval.cli import main
 from hy_eval.harness import RunConfig, Runner
 from hy_eval.harness.run._plan import plan_run
 from hy_eval.harness.systems import LOCAL_CONTEXT
-from hy_eval.llm.loopback import LoopbackServer
 from tests.harness.systems.test_external import config, fake_system, script, suite_folder
+from tests.loopback import LoopbackServer
 
 __all__ = ["fake_system"]  # the fixture, imported for the tests below
 

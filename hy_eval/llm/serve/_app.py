@@ -1,10 +1,10 @@
 """What ``hy-eval serve`` answers, apart from HTTP: each route's answer, the client's
-event loop, the summary of calls, tokens and cost (the HTTP server is ``_serve.py``).
+event loop, the summary of calls, tokens and cost (the HTTP server is ``_server.py``).
 
 Every chat completion goes through one :class:`LLMClient`, so the answer cache (and so
 cassettes and replay-only mode), retries, concurrency and token counts apply exactly as
 for our own pipeline. The client lives on one event loop in a thread of its own, to
-which each request's thread hands its call. Wire format: ``_serve_wire.py``; embeddings:
+which each request's thread hands its call. Wire format: ``_wire.py``; embeddings:
 the stand-in of ``_embed.py``.
 """
 
@@ -20,19 +20,19 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from hy_eval.llm._base import (
+from hy_eval.llm.cache import CacheMiss, cache_key
+from hy_eval.llm.core import (
     Completion,
     Interrupted,
+    PriceTable,
     ProviderError,
     Request,
     RunStopped,
     Usage,
 )
-from hy_eval.llm._cache import CacheMiss, cache_key
-from hy_eval.llm._client import LLMClient
-from hy_eval.llm._embed import EMBEDDING_MODEL, hashed_embedding, token_count
-from hy_eval.llm._prices import PriceTable
-from hy_eval.llm._serve_wire import (
+from hy_eval.llm.providers import LLMClient
+from hy_eval.llm.serve._embed import EMBEDDING_MODEL, hashed_embedding, token_count
+from hy_eval.llm.serve._wire import (
     ChatCall,
     WireError,
     chat_response,

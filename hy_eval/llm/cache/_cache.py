@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from hy_eval._files import private_db_file
-from hy_eval.llm._base import Completion, Request, Usage
+from hy_eval.llm.core import Completion, Request, Usage
 
 CacheMode = Literal["read-write", "replay-only", "off", "refresh"]
 CACHE_MODES: tuple[str, ...] = ("read-write", "replay-only", "off", "refresh")

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from hy_eval._redact import redact, register_secret
-from hy_eval.llm._base import (
+from hy_eval.llm.core import (
     Completion,
     ConfigError,
     ProviderError,
@@ -19,7 +19,7 @@ from hy_eval.llm._base import (
     Usage,
     sdk_error,
 )
-from hy_eval.llm._structured import (
+from hy_eval.llm.providers._structured import (
     MODES,
     PROBE_REQUEST,
     SCHEMA_IN_PROMPT,

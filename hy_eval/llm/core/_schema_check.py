@@ -3,7 +3,7 @@ project's schemas use for shape (``type``, ``properties``, ``required``,
 ``additionalProperties``, ``items``, ``enum``, ``const``, ``anyOf``). Counts and lengths
 (``maxItems``, ``maxLength``, ...) are left to the pipeline, which cuts an answer to them
 as it cuts a live answer (docs/reliability.md, item 7). Used on answers read from files
-(``_batch_folder.py``), where no server constrained the decoding."""
+(``batch/_folder.py``), where no server constrained the decoding."""
 
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from hy_eval._files import replace_file
-from hy_eval.llm._cache import AnswerCache, cache_key, completion_from_json
+from hy_eval.llm.cache._cache import AnswerCache, cache_key, completion_from_json
 
 
 def export_cassette(cache: AnswerCache, keys: Iterable[str], path: str | Path) -> int:

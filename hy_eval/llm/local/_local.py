@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from hy_eval._numbers import is_integer
-from hy_eval.llm._base import (
+from hy_eval.llm.core import (
     Completion,
     ConfigError,
     ModelProcessDied,

@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from hy_eval.llm._base import (
+from hy_eval.llm.core import (
     Completion,
     ConfigError,
     Provider,
@@ -204,7 +204,7 @@ def openai_line(provider: Any, item: BatchItem) -> bytes:
     """The OpenAI Batch input line of ``item``: its ``body`` is the one the openai provider
     sends for that call (``to_openai_request`` and the request's extra body, as
     ``OpenAIProvider.complete`` builds it), ``custom_id`` the cache key."""
-    from hy_eval.llm._openai import to_openai_request
+    from hy_eval.llm.providers import to_openai_request
 
     body = to_openai_request(item.request, provider.model, provider.structured)
     if item.request.extra_body:
@@ -227,7 +227,7 @@ def openai_result(text: str, provider: Any) -> ItemResult:
 
 
 def _openai_read(line: dict[str, Any], provider: Any) -> ItemResult:
-    from hy_eval.llm._openai import completion_from_body
+    from hy_eval.llm.providers import completion_from_body
 
     key = str(line.get("custom_id"))
     error = line.get("error") or {}
@@ -262,7 +262,7 @@ class AnthropicBatches:
         self._sdk = provider._anthropic
 
     def line(self, item: BatchItem) -> bytes:
-        from hy_eval.llm._anthropic import to_anthropic_request
+        from hy_eval.llm.providers import to_anthropic_request
 
         body = to_anthropic_request(item.request, self._provider.model)
         # The SDK merges ``extra_body`` into the body; a batch's params hold it plainly.

@@ -12,7 +12,7 @@ script sees only the harness's own calls. ``answer_probes=False`` hands probes t
 script, to play servers that refuse modes.
 
 With ``batch=BatchScript(...)`` it also speaks both vendors' Files and Batches endpoints
-(``loopback_batch.py``), each batched request answered by the same script.
+(``tests/loopback/_batch.py``), each batched request answered by the same script.
 
 HTTP/1.1 keep-alive and a large listen backlog matter: with ``http.server``'s defaults
 (HTTP/1.0, backlog 5) bursts of concurrent connections stall and timings lie.
@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from hy_eval.llm.loopback_batch import BatchBackend, BatchScript
+from tests.loopback._batch import BatchBackend, BatchScript
 
 
 @dataclass

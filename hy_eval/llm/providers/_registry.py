@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hy_eval.llm._base import ConfigError, Provider
-from hy_eval.llm._client import LLMClient
+from hy_eval.llm.core import ConfigError, Provider
+from hy_eval.llm.providers._client import LLMClient
 
 PROVIDERS: tuple[str, ...] = ("local", "openai", "anthropic")
 
@@ -25,17 +25,17 @@ def make_provider(
     """Build a provider; its vendor SDK is imported only here, when it is chosen."""
     opts = dict(options or {})
     if name == "local":
-        from hy_eval.llm._local import LocalProvider
+        from hy_eval.llm.local import LocalProvider
 
         if base_url:
             raise ConfigError("--base-url does not apply to the local provider")
         return LocalProvider(model, **opts)
     if name == "openai":
-        from hy_eval.llm._openai import OpenAIProvider
+        from hy_eval.llm.providers._openai import OpenAIProvider
 
         return OpenAIProvider(model, base_url=base_url, api_key=api_key, **opts)
     if name == "anthropic":
-        from hy_eval.llm._anthropic import AnthropicProvider
+        from hy_eval.llm.providers._anthropic import AnthropicProvider
 
         return AnthropicProvider(model, base_url=base_url, api_key=api_key, **opts)
     raise ConfigError(f"unknown provider {name!r} (expected one of {', '.join(PROVIDERS)})")
@@ -61,8 +61,8 @@ def build_client(
     provider it is its model processes times the requests each decodes together.
     An openai provider in ``auto`` mode (the default with a base URL) is settled here:
     the mode remembered beside the cache, else one probe of the server."""
-    from hy_eval.llm._cache import CACHE_MODES, AnswerCache
-    from hy_eval.llm._client import RetryPolicy
+    from hy_eval.llm.cache import CACHE_MODES, AnswerCache
+    from hy_eval.llm.providers._client import RetryPolicy
 
     if cache_mode not in CACHE_MODES:
         raise ConfigError(f"unknown cache mode {cache_mode!r} (expected {', '.join(CACHE_MODES)})")
@@ -70,7 +70,7 @@ def build_client(
         raise ConfigError("a cache file is needed unless the cache mode is off")
     if provider == "local" and concurrency is not None:
         # As many calls at once as the local model's processes and their batches hold.
-        from hy_eval.llm._local import split_concurrency
+        from hy_eval.llm.local import split_concurrency
 
         threads = (options or {}).get("threads")
         processes, slots = split_concurrency(concurrency, threads)
@@ -79,7 +79,7 @@ def build_client(
     settle = getattr(p, "settle", None)
     if settle is not None:
         # openai ``auto``: the mode is found now, so that the manifest can say which.
-        from hy_eval.llm._openai import mode_memory
+        from hy_eval.llm.providers._openai import mode_memory
 
         settle(mode_memory(cache_path) if cache_mode != "off" else None, cache_mode, timeout)
     cache = AnswerCache(cache_path) if cache_mode != "off" and cache_path is not None else None

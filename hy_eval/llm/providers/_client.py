@@ -16,7 +16,15 @@ from typing import Any
 
 from hy_eval._json import scrub_surrogates
 from hy_eval._redact import redact
-from hy_eval.llm._base import (
+from hy_eval.llm.cache import (
+    AnswerCache,
+    CacheMiss,
+    CacheMode,
+    cache_key,
+    canonical_json,
+    key_fields,
+)
+from hy_eval.llm.core import (
     Completion,
     Interrupted,
     Provider,
@@ -27,14 +35,6 @@ from hy_eval.llm._base import (
     Usage,
     answer_problem,
     parse_json_answer,
-)
-from hy_eval.llm._cache import (
-    AnswerCache,
-    CacheMiss,
-    CacheMode,
-    cache_key,
-    canonical_json,
-    key_fields,
 )
 
 

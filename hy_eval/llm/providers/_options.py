@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from hy_eval._numbers import is_integer, is_number
-from hy_eval.llm._base import ConfigError
+from hy_eval.llm.core import ConfigError
 
 if TYPE_CHECKING:
-    from hy_eval.llm._client import LLMClient
+    from hy_eval.llm.providers._client import LLMClient
 
 DEFAULT_CACHE_PATH = ".hy_eval/cache.sqlite"
 
@@ -94,7 +94,7 @@ class ModelOptions:
     def client(self) -> LLMClient:
         """The provider and its ``LLMClient`` (cache, retries, timeout, concurrency).
         Raises ``ConfigError`` for a bad setting, a missing key or an unknown provider."""
-        from hy_eval.llm._providers import build_client
+        from hy_eval.llm.providers._registry import build_client
 
         problem = self.problem()
         if problem:

@@ -28,7 +28,7 @@ same token counts), so the engine and the library's path give the same text for 
 tokens.
 
 Imported by path from ``_llama_worker.py`` (a script that imports nothing of hy_eval)
-and as ``hy_eval.llm._llama_engine`` by tests and benchmarks.
+and as ``hy_eval.llm.local._llama_engine`` by tests and benchmarks.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ resumes by polling the kept batches: a request in a kept batch is never submitte
 Requests that failed, expired or were cancelled are reported and left uncached: the
 normal run asks them interactively.
 
-An offline vendor (a folder, ``_batch_folder.py``) is not waited for: a round whose
+An offline vendor (a folder, ``_folder.py``) is not waited for: a round whose
 batches have no answers yet raises :class:`BatchesWaiting` (the process ends and a later
 one collects them), and a request whose answer failed is put in the next round's batch
 again, up to the client's retry limit, since no interactive call can follow.
@@ -33,8 +33,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from hy_eval._files import replace_file
-from hy_eval.llm._base import ConfigError, ProviderError, short_text
-from hy_eval.llm._batch_vendors import (
+from hy_eval.llm.batch._vendors import (
     BatchItem,
     RemoteState,
     Vendor,
@@ -42,7 +41,8 @@ from hy_eval.llm._batch_vendors import (
     same_model,
     vendor_for,
 )
-from hy_eval.llm._client import LLMClient, finished_completion
+from hy_eval.llm.core import ConfigError, ProviderError, short_text
+from hy_eval.llm.providers import LLMClient, finished_completion
 
 STATE_NAME = "batches.json"
 #: Reasons of failed requests kept in a round's report (the counts are whole).

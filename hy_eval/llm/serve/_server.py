@@ -4,11 +4,11 @@ and must send their model calls through our LLM layer.
 
 Routes: ``POST /v1/chat/completions`` (no streaming), ``POST /v1/embeddings`` (the
 stand-in of ``_embed.py``), ``GET /v1/models`` and ``GET /v1/models/{id}``. What each
-answers is ``_serve_app.py``; this module moves the bytes: a threading HTTP server with
+answers is ``_app.py``; this module moves the bytes: a threading HTTP server with
 HTTP/1.1 keep-alive and a listen backlog of 1024 (with ``http.server``'s default of 5,
 a burst of concurrent connections stalls a second each), refusing a host that is not a
 loopback address unless asked (:func:`check_host`). Every request must carry the
-server's random token and pass the checks of ``_serve_guard.py``; at most
+server's random token and pass the checks of ``_guard.py``; at most
 ``MAX_CONNECTIONS`` connections are open at once, and a request's headers must arrive
 within ``HEADER_TIMEOUT`` seconds of its first byte (its body within ``BODY_TIMEOUT``).
 """
@@ -27,13 +27,11 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from hy_eval.llm._base import ConfigError
-from hy_eval.llm._cache import CacheMiss
-from hy_eval.llm._client import LLMClient
-from hy_eval.llm._options import ModelOptions
-from hy_eval.llm._prices import PriceTable
-from hy_eval.llm._serve_app import ServeSummary, _Answer, _App
-from hy_eval.llm._serve_guard import (
+from hy_eval.llm.cache import CacheMiss
+from hy_eval.llm.core import ConfigError, PriceTable
+from hy_eval.llm.providers import LLMClient, ModelOptions
+from hy_eval.llm.serve._app import ServeSummary, _Answer, _App
+from hy_eval.llm.serve._guard import (
     MAX_BODY_BYTES,
     Refusal,
     allowed_hosts,
@@ -41,7 +39,7 @@ from hy_eval.llm._serve_guard import (
     check_caller,
     new_token,
 )
-from hy_eval.llm._serve_wire import error_object
+from hy_eval.llm.serve._wire import error_object
 
 __all__ = ["MAX_BODY_BYTES", "LLMServer", "check_host", "serve_in_thread"]
 
@@ -263,7 +261,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _admit(self, method: str) -> bytes | None:
         """The request's body when the request may be answered; else ``None`` after a
-        refusal (``_serve_guard``: framing, Host, Origin, token, content type)."""
+        refusal (``_guard``: framing, Host, Origin, token, content type)."""
         length = body_length(method, self.headers)
         refused = (
             length

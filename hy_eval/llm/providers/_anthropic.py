@@ -13,7 +13,7 @@ import os
 from typing import Any
 
 from hy_eval._redact import register_secret
-from hy_eval.llm._base import (
+from hy_eval.llm.core import (
     Completion,
     ConfigError,
     ProviderError,

@@ -3,9 +3,9 @@ memory systems, ``run --system hy_memory|mem0 --batch-dir DIR``, or ``serve --ba
 a chat call whose answer is in the cache is answered from it; any other is kept and
 answered with an error the caller's SDK sees (HTTP 502, ``upstream_other``, naming the
 folder). When serving ends, the kept requests not yet answered are written to the batch
-folder as one OpenAI Batch input file (``_batch_folder.py``), and the next time, before
+folder as one OpenAI Batch input file (``_folder.py``), and the next time, before
 serving, the results files placed beside them are read into the cache, validated as any
-batch result is (``_batch.py``). So each round lets the caller get one model call further.
+batch result is (``_engine.py``). So each round lets the caller get one model call further.
 
 The requests are kept in a SQLite file (``serve_requests.sqlite``) beside the kept batch
 ids (``batches.json``): a request is written to the folder once while its file waits, and
@@ -25,13 +25,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from hy_eval.llm._base import Completion, ProviderError, Request
-from hy_eval.llm._batch import STATE_NAME, BatchEngine, BatchesWaiting, BatchState, RoundReport
-from hy_eval.llm._batch_folder import FolderBatches
-from hy_eval.llm._batch_spool import RequestSpool
-from hy_eval.llm._cache import cache_key, canonical_json
-from hy_eval.llm._client import LLMClient
-from hy_eval.llm._options import ModelOptions
+from hy_eval.llm.batch._engine import (
+    STATE_NAME,
+    BatchEngine,
+    BatchesWaiting,
+    BatchState,
+    RoundReport,
+)
+from hy_eval.llm.batch._folder import FolderBatches
+from hy_eval.llm.batch._spool import RequestSpool
+from hy_eval.llm.cache import cache_key, canonical_json
+from hy_eval.llm.core import Completion, ProviderError, Request
+from hy_eval.llm.providers import LLMClient, ModelOptions
 
 SERVE_SPOOL_NAME = "serve_requests.sqlite"
 #: Rounds (batch files) after which a run stops waiting for its cases' answers: a case

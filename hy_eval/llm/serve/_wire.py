@@ -24,8 +24,8 @@ from typing import Any
 
 from hy_eval._json import JsonTextError, loads_untrusted
 from hy_eval._numbers import is_integer
-from hy_eval.llm._base import Completion, Request, short_text
-from hy_eval.llm._embed import DEFAULT_DIMENSIONS, EMBEDDING_MODEL, MAX_DIMENSIONS
+from hy_eval.llm.core import Completion, Request, short_text
+from hy_eval.llm.serve._embed import DEFAULT_DIMENSIONS, EMBEDDING_MODEL, MAX_DIMENSIONS
 
 #: ``max_tokens`` of a request that names none (``Request``'s own default).
 DEFAULT_MAX_TOKENS = 1024

@@ -21,8 +21,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from hy_eval.llm._base import Completion, ProviderError, Request, parse_json_answer
-from hy_eval.llm._batch_vendors import (
+from hy_eval.llm.batch._vendors import (
     MIB,
     BatchItem,
     ItemResult,
@@ -30,7 +29,7 @@ from hy_eval.llm._batch_vendors import (
     openai_line,
     openai_result,
 )
-from hy_eval.llm._schema_check import schema_problem
+from hy_eval.llm.core import Completion, ProviderError, Request, parse_json_answer, schema_problem
 
 REQUESTS_SUFFIX = ".requests.jsonl"
 RESULTS_SUFFIX = ".results.jsonl"
@@ -40,7 +39,7 @@ MAX_OUTPUT_BYTES = 2 * 1024 * MIB
 
 
 class FolderBatches:
-    """The :class:`~hy_eval.llm._batch_vendors.Vendor` of a folder."""
+    """The :class:`~hy_eval.llm.batch._vendors.Vendor` of a folder."""
 
     name = "folder"
     #: No server limits a file; parts this size stay easy to hand to any tool.

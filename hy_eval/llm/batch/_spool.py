@@ -13,8 +13,8 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from hy_eval._files import private_db_file
-from hy_eval.llm._base import Request
-from hy_eval.llm._batch_vendors import BatchItem
+from hy_eval.llm.batch._vendors import BatchItem
+from hy_eval.llm.core import Request
 
 SPOOL_NAME = "batch_requests.sqlite"
 
@@ -39,7 +39,7 @@ class RequestSpool(Mapping[str, BatchItem]):
 
     def __init__(self, path: Path, *, fresh: bool = True) -> None:
         """``fresh``: a scratch spool, emptied (a file a killed run left, of any form, is
-        rebuilt); else a kept one (serve's misses, ``_batch_serve.py``), written at once
+        rebuilt); else a kept one (serve's misses, ``_serve.py``), written at once
         and usable from the thread of serve's event loop."""
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)

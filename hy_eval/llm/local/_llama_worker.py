@@ -42,7 +42,12 @@ from collections.abc import Callable, Iterator
 from typing import IO, Any
 
 if __package__:
-    from hy_eval.llm._llama_engine import BatchEngine, GreedyGrammar, batchable, schema_grammar
+    from hy_eval.llm.local._llama_engine import (
+        BatchEngine,
+        GreedyGrammar,
+        batchable,
+        schema_grammar,
+    )
 else:  # run as a script: the engine is the file beside this one
     from _llama_engine import (  # type: ignore[no-redef]
         BatchEngine,

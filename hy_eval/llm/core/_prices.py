@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from hy_eval._toml import read_toml
-from hy_eval.llm._base import ConfigError, Usage
+from hy_eval.llm.core._base import ConfigError, Usage
 
 #: USD per million tokens (input, output), from the vendors' published price lists.
 #: Extend or override with a TOML file: ``[models."name"] input_per_mtok = 0.15 ...``.

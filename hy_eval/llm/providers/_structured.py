@@ -27,7 +27,7 @@ from typing import Any, Literal
 
 from hy_eval._files import replace_file
 from hy_eval._redact import redact
-from hy_eval.llm._base import ProviderError, Request, parse_json_answer
+from hy_eval.llm.core import ProviderError, Request, parse_json_answer
 
 StructuredMode = Literal["json_schema", "json_object_schema", "tools", "json_object", "text"]
 #: The order ``auto`` tries: constrained decoding first, the prompt alone last.
