@@ -245,6 +245,45 @@ def _counts_array(run: RunOutcomes, ids: list[str]) -> np.ndarray:
     return np.array([[run.counts[i].get(m, empty) for m in METRICS] for i in ids], dtype=float)
 
 
+def _shared_ids(
+    a: RunOutcomes, b: RunOutcomes, *, common_only: bool, mixed_matchers: bool
+) -> list[str]:
+    """The case ids both runs scored, after refusing runs that are not comparable: other
+    matchers (unless ``mixed_matchers``), other datasets (unless ``common_only``), or no
+    case in common (``CompareError``)."""
+    if a.matcher != b.matcher and not mixed_matchers:
+        raise CompareError(
+            f"the runs matched facts with different matchers (A {a.matcher}, B "
+            f"{b.matcher}), so fact_recall, attribution_accuracy and case_pass are not "
+            "measured alike; compare anyway with --mixed-matchers (a gate needs a baseline "
+            "run with the same --matcher)"
+        )
+    if a.dataset_hash != b.dataset_hash and not common_only:
+        raise CompareError(
+            f"the runs used different datasets ({a.dataset_hash[:12]} vs {b.dataset_hash[:12]}); "
+            "compare only the shared case ids with --common-only"
+        )
+    ids = sorted(set(a.counts) & set(b.counts))
+    if not ids:
+        raise CompareError("the runs have no case id in common")
+    return ids
+
+
+def _flips(
+    a: RunOutcomes, b: RunOutcomes, fixed: list[str], broken: list[str]
+) -> list[dict[str, Any]]:
+    """The cases whose verdict B changed, each with what differs between the two outputs."""
+    broken_set = set(broken)
+    return [
+        {
+            "id": i,
+            "change": "broken" if i in broken_set else "fixed",
+            "diff": structural_diff(a.outputs.get(i, {}), b.outputs.get(i, {})),
+        }
+        for i in fixed + broken
+    ]
+
+
 def compare(
     a: RunOutcomes,
     b: RunOutcomes,
@@ -271,27 +310,12 @@ def compare(
     measurement's (docs/metrics.md, "Matchers").
     """
     matchers = {"a": a.matcher, "b": b.matcher}
-    if matchers["a"] != matchers["b"] and not mixed_matchers:
-        raise CompareError(
-            f"the runs matched facts with different matchers (A {matchers['a']}, B "
-            f"{matchers['b']}), so fact_recall, attribution_accuracy and case_pass are not "
-            "measured alike; compare anyway with --mixed-matchers (a gate needs a baseline "
-            "run with the same --matcher)"
-        )
-    if a.dataset_hash != b.dataset_hash and not common_only:
-        raise CompareError(
-            f"the runs used different datasets ({a.dataset_hash[:12]} vs {b.dataset_hash[:12]}); "
-            "compare only the shared case ids with --common-only"
-        )
-    ids = sorted(set(a.counts) & set(b.counts))
-    if not ids:
-        raise CompareError("the runs have no case id in common")
+    ids = _shared_ids(a, b, common_only=common_only, mixed_matchers=mixed_matchers)
     ca, cb = _counts_array(a, ids), _counts_array(b, ids)
     ps = paired_sample(ca[..., 0], ca[..., 1], cb[..., 0], cb[..., 1], ids)
     level = 1 - alpha if level is None else level
     fixed = [i for i in ids if not a.passed[i] and b.passed[i]]
     broken = [i for i in ids if a.passed[i] and not b.passed[i]]
-    broken_set = set(broken)
     exact = {
         "case_pass": (
             mcnemar_exact(len(fixed), len(broken)),
@@ -313,14 +337,7 @@ def compare(
     own_a, own_b = own_values(a), own_values(b)
     for m, e in metrics.items():
         e["own"] = {"a": own_a[m], "b": own_b[m]}
-    flips = [
-        {
-            "id": i,
-            "change": "broken" if i in broken_set else "fixed",
-            "diff": structural_diff(a.outputs.get(i, {}), b.outputs.get(i, {})),
-        }
-        for i in fixed + broken
-    ]
+    flips = _flips(a, b, fixed, broken)
     return Comparison.model_validate(
         {
             "a": a.label,
