@@ -79,7 +79,7 @@ def test_max_drop_at_exactly_the_allowed_drop_fails_at_most_alpha(process):
 
 def test_a_real_drop_is_caught_more_often_at_a_larger_alpha(process):
     # alpha is honoured by the bootstrap-tested metrics too (it was fixed at 0.05). The drop
-    # is sized for middling power on the baseline's cases (12% and 50% here): at 0.10 the
+    # is sized for middling power on the baseline's cases (12% and 33% here): at 0.10 the
     # 457-case suite catches it nearly always at either alpha, and nothing is compared.
     worse = process.shifted("attribution_accuracy", 0.05)
     strict, loose = _ci_gates(0.05), _ci_gates(0.20)
@@ -88,9 +88,12 @@ def test_a_real_drop_is_caught_more_often_at_a_larger_alpha(process):
         a, b = pair(process, worse, r)
         return _fails(strict, a, b), _fails(loose, a, b)
 
+    # 120 pairs of runs (40 read 0.15 against 0.25 after the baseline was re-blessed at
+    # attribution 0.457, on the margin's edge; 120 read 0.12 against 0.33).
     rng = np.random.default_rng(6)
-    hits = np.array([both(rng) for _ in range(40)])
+    hits = np.array([both(rng) for _ in range(120)])
     assert hits[:, 1].mean() > hits[:, 0].mean() + 0.1, hits.mean(0)
+    assert not (hits[:, 0] & ~hits[:, 1]).any()  # what 0.05 catches, 0.20 catches too
 
 
 @pytest.mark.parametrize("n, p", [(10, 0.95), (20, 0.95), (157, 0.99), (8, 0.02)])

@@ -157,9 +157,12 @@ def _case_pass_boundary(reps, seed, limit=0.05):
 def test_max_drop_at_exactly_the_allowed_drop_fails_at_most_alpha():
     # The bootstrap inversion failed case_pass at exactly the allowed drop 7.2% of the
     # time (1,000 repetitions, benchmarks/bench_stats.py --only max_drop); alpha is 5%.
-    p = _case_pass_boundary(3000, seed=13)
+    # 10,000 pairs of runs: the size is read within 2.5 standard errors of alpha (0.0554).
+    # With 3,000 the bound was 0.0599, and a re-blessed baseline (case_pass 25 -> 28 of 457)
+    # drew 0.061 at this seed while 10,000 pairs at three seeds read 0.049 to 0.050.
+    p = _case_pass_boundary(10_000, seed=13)
     rate = float(np.mean(p < 0.05))
-    assert rate <= 0.05 + 2.5 * np.sqrt(0.05 * 0.95 / 3000), rate  # 0.0599
+    assert rate <= 0.05 + 2.5 * np.sqrt(0.05 * 0.95 / 10_000), rate
 
 
 def test_the_gate_p_is_the_inverted_interval():
