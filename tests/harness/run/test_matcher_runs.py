@@ -115,11 +115,14 @@ def test_keyword_and_fuzzy_runs_name_their_matcher_and_differ(tmp_path, suite):
     # Strict is the default, and every result says how far it can be trusted.
     assert strict.matcher == "strict"
     assert strict.matcher_quality.of("zh").precision.den > 0
+    # A model that is not the embedded one reads the capable_run pairs' figures.
     assert (
-        "How far it can be trusted: measured on the test part" in (sdir / "report.md").read_text()
+        "How far it can be trusted: measured on the capable_run pairs of the test part"
+        in (sdir / "report.md").read_text()
     )
     assert (
-        "How far it can be trusted: measured on the test part" in (sdir / "report.html").read_text()
+        "How far it can be trusted: measured on the capable_run pairs of the test part"
+        in (sdir / "report.html").read_text()
     )
     assert keyword.matcher == "keyword" and keyword.judge is None
     assert recall(keyword) == (0, 3)
