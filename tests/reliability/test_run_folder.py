@@ -141,6 +141,24 @@ def test_two_runs_started_together_on_one_folder_do_not_merge(tmp_path):
     assert results[0].cases == 12
 
 
+def test_a_run_that_loses_the_folder_lock_leaves_the_winners_folder(tmp_path, monkeypatch):
+    """Two runs both saw no folder; the one that made it holds the lock and writes in it.
+    The other, refused, used to remove the folder as its own empty one, under the winner."""
+    suite = write_suite(tmp_path / "toy", 2)
+    out = tmp_path / "run"
+
+    def lost(run_dir):
+        (run_dir / "manifest.json").write_text("{}")  # the winner's, written meanwhile
+        return None, f"{run_dir}: another run is writing this folder; wait for it to end"
+
+    monkeypatch.setattr("hy_eval.harness.run._runner.lock_folder", lost)
+    with SlowModel(suite.cases) as model:
+        cfg = scripted_config(model.server, out, suite=str(tmp_path / "toy"))
+        with pytest.raises(RunError, match="another run is writing this folder"):
+            Runner(cfg).run()
+    assert (out / "manifest.json").read_text() == "{}"
+
+
 # -- --resume uses the command line's model (docs/reliability.md, item 5) ---------------
 
 

@@ -169,6 +169,9 @@ class Runner(CaseLoop):
             raise RunError(str(exc)) from None
         self._folder_lock, problem = lock_folder(run_dir)
         if self._folder_lock is None:
+            # Another run holds the folder (it may have made it a moment after this run
+            # looked): never remove it, or the winner loses its folder mid-write.
+            self._made_folder = None
             raise RunError(str(problem))
         if not self.config.resume and (run_dir / RECORDS_NAME).exists():
             # Checked again under the lock: a run that started with this one may have
