@@ -120,28 +120,26 @@ def draw(
     if limit is None or limit >= len(pool):
         return pool
     related = [c for c in pool if c.related]
-    chosen = _even(related, limit) if even_langs else related[:limit]
-    by_lang: dict[str, list[Candidate]] = {}
-    for c in pool:
-        if not c.related:
-            by_lang.setdefault(c.lang, []).append(c)
-    langs = sorted(by_lang)
-    while len(chosen) < limit and any(by_lang.values()):
-        for lang in langs:
-            if by_lang[lang] and len(chosen) < limit:
-                chosen.append(by_lang[lang].pop())
+    # --even-langs: reversed, so that pop() takes them in the shuffled order.
+    evenly = _in_turn(_by_lang(related[::-1]), [], limit) if even_langs else None
+    chosen = related[:limit] if evenly is None else evenly
+    _in_turn(_by_lang(c for c in pool if not c.related), chosen, limit)
     rng.shuffle(chosen)
     return chosen
 
 
-def _even(pairs: list[Candidate], limit: int) -> list[Candidate]:
-    """Up to ``limit`` of ``pairs``, one language after the other in a fixed order."""
+def _by_lang(pairs: Iterable[Candidate]) -> dict[str, list[Candidate]]:
     queues: dict[str, list[Candidate]] = {}
     for c in pairs:
         queues.setdefault(c.lang, []).append(c)
-    for queue in queues.values():
-        queue.reverse()  # pop() takes them in the shuffled order
-    chosen: list[Candidate] = []
+    return queues
+
+
+def _in_turn(
+    queues: dict[str, list[Candidate]], chosen: list[Candidate], limit: int
+) -> list[Candidate]:
+    """``chosen`` filled up to ``limit`` from the end of each language's queue in turn
+    (languages in a fixed order), while any queue lasts."""
     while len(chosen) < limit and any(queues.values()):
         for lang in sorted(queues):
             if queues[lang] and len(chosen) < limit:
