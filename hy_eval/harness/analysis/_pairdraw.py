@@ -121,8 +121,7 @@ def draw(
         return pool
     related = [c for c in pool if c.related]
     # --even-langs: reversed, so that pop() takes them in the shuffled order.
-    evenly = _in_turn(_by_lang(related[::-1]), [], limit) if even_langs else None
-    chosen = related[:limit] if evenly is None else evenly
+    chosen = _in_turn(_by_lang(related[::-1]), [], limit) if even_langs else related[:limit]
     _in_turn(_by_lang(c for c in pool if not c.related), chosen, limit)
     rng.shuffle(chosen)
     return chosen
