@@ -152,12 +152,12 @@ class CaseLoop:
             reused = self.records_reused
             spooled = self._batch_serve.provider.misses if self._batch_serve else 0
             try:
-                line, error = await self._case_line(pool, item, system, spooled)
+                line, error, waits = await self._case_line(pool, item, system, spooled)
             except RunStopped:
                 if pool.stop.is_set():  # interrupted: no record, a resume runs the case
                     return
                 raise
-            if self._batch_serve and case_waits(self._batch_serve, spooled):
+            if waits:
                 # Its model calls wait in the batch folder: the next round runs it. A case
                 # whose system swallowed the 502 of a kept call and finished waits too: its
                 # record would lack that call's answer (hy_memory does so for some calls).
@@ -177,10 +177,11 @@ class CaseLoop:
 
     async def _case_line(
         self, pool: _Pool, item: Item, system: MemorySystem, spooled: int
-    ) -> tuple[str, bool]:
-        """One case's record line, and whether it is a provider error: the line of an
-        earlier run with the same inputs (from the result cache, byte for byte), or the
-        line of the case run now (kept for reuse unless it errs or waits for answers)."""
+    ) -> tuple[str, bool, bool]:
+        """One case's record line, whether it is a provider error, and whether the case
+        waits for answers in the batch folder (a request was kept while it ran): the line
+        of an earlier run with the same inputs (from the result cache, byte for byte), or
+        the line of the case run now (kept for reuse unless it errs or waits)."""
         ref, text, repeat = item
         cfg = self.config
         # Keyed by the case's line as written: any edit to it runs it again.
@@ -189,7 +190,8 @@ class CaseLoop:
         line = reuse.get_record(key) if reuse is not None and self._reuse_read else None
         if line is not None:
             self.records_reused += 1
-            return line, False  # only records without a provider error are kept
+            # Only records without a provider error are kept.
+            return line, False, self._waits(spooled)
         case = pool.suite.parse_case(ref, text)
         record = await run_case(
             case,
@@ -205,10 +207,13 @@ class CaseLoop:
         )
         line = record.to_line()  # redacted once, before cases.jsonl and the cache
         error = record.status == "error"
-        waits = self._batch_serve is not None and case_waits(self._batch_serve, spooled)
+        waits = self._waits(spooled)
         if reuse is not None and not error and not waits:
             reuse.put_record(key, line)
-        return line, error
+        return line, error, waits
+
+    def _waits(self, spooled: int) -> bool:
+        return self._batch_serve is not None and case_waits(self._batch_serve, spooled)
 
 
 async def _produce(pool: _Pool, suite: Suite, todo: dict[str, list[int]], workers: int) -> None:
