@@ -18,6 +18,32 @@ SAMPLE=20
 mem0_flags=(--context 16384)
 cassette() { echo "tests/cassettes/multi_speaker.$1.default.local.sample$SAMPLE.jsonl"; }
 
+# The three runs of the sample replayed from "${cassettes[@]}" with "${model_flags[@]}",
+# and the table of them in OUT ($1); $2 names the make.sh mode in matrix.md's note.
+replay_table() {
+    local out="$1" mode="$2" answers file
+    mkdir -p "$out"
+    answers="$out/answers.sqlite"
+    rm -f "$answers"
+    for file in "${cassettes[@]}"; do
+        python run_eval.py cassette import "$file" --cache "$answers" >/dev/null
+    done
+    local common=(--suite multi_speaker --sample "$SAMPLE" --cache-mode replay-only
+        --cache "$answers" --no-reuse --quiet --max-error-rate 1 "${model_flags[@]}")
+    rm -rf "$out/runs"
+    python run_eval.py "${common[@]}" --out "$out/runs/hy_eval" >/dev/null
+    python run_eval.py "${common[@]}" --system hy_memory --out "$out/runs/hy_memory" >/dev/null
+    python run_eval.py "${common[@]}" --system mem0 "${mem0_flags[@]}" \
+        --out "$out/runs/mem0" >/dev/null
+    rm -f "$answers"
+    python run_eval.py table "$out/runs/hy_eval" "$out/runs/hy_memory" "$out/runs/mem0" \
+        --out "$out"
+    # The pages matrix.md links are made here and not committed: say so at its top.
+    local note="The reports and comparison pages linked below are made by \`bash reports/systems/make.sh $mode\` (not committed)."
+    { printf '%s\n\n' "$note"; cat "$out/matrix.md"; } > "$out/matrix.md.new"
+    mv "$out/matrix.md.new" "$out/matrix.md"
+}
+
 case "${1:-replay}" in
 record)
     cache="${CACHE:-.hy_eval/systems-table.sqlite}"
@@ -31,56 +57,22 @@ record)
         --sample "$SAMPLE" --cache "$cache" --file "$(cassette mem0)"
     ;;
 replay)
-    out="${2:-reports/systems}"
-    mkdir -p "$out"
-    answers="$out/answers.sqlite"
-    rm -f "$answers"
-    for file in tests/cassettes/multi_speaker.default.local.jsonl \
-        "$(cassette hy_memory)" "$(cassette mem0)"; do
-        python run_eval.py cassette import "$file" --cache "$answers" >/dev/null
-    done
-    common=(--suite multi_speaker --sample "$SAMPLE" --cache-mode replay-only
-        --cache "$answers" --no-reuse --quiet --max-error-rate 1)
-    rm -rf "$out/runs"
-    python run_eval.py "${common[@]}" --out "$out/runs/hy_eval" >/dev/null
-    python run_eval.py "${common[@]}" --system hy_memory --out "$out/runs/hy_memory" >/dev/null
-    python run_eval.py "${common[@]}" --system mem0 "${mem0_flags[@]}" \
-        --out "$out/runs/mem0" >/dev/null
-    rm -f "$answers"
-    python run_eval.py table "$out/runs/hy_eval" "$out/runs/hy_memory" "$out/runs/mem0" \
-        --out "$out"
-    # The pages matrix.md links are made here and not committed: say so at its top.
-    note="The reports and comparison pages linked below are made by \`bash reports/systems/make.sh replay\` (not committed)."
-    { printf '%s\n\n' "$note"; cat "$out/matrix.md"; } > "$out/matrix.md.new"
-    mv "$out/matrix.md.new" "$out/matrix.md"
+    cassettes=(tests/cassettes/multi_speaker.default.local.jsonl
+        "$(cassette hy_memory)" "$(cassette mem0)")
+    model_flags=()
+    replay_table "${2:-reports/systems}" replay
     ;;
 replay-capable)
     # The capable model's answers were made from offline batch files (docs/capable.md);
     # its cassettes replay under the openai provider with the model id "claude". The cache
     # holds every answer: the key is never sent anywhere.
-    out="${2:-reports/systems/capable}"
-    mkdir -p "$out"
-    answers="$out/answers.sqlite"
-    rm -f "$answers"
-    for file in tests/cassettes/multi_speaker.default.claude.sample$SAMPLE.jsonl \
-        tests/cassettes/multi_speaker.hy_memory.default.claude.sample$SAMPLE.jsonl \
-        tests/cassettes/multi_speaker.mem0.default.claude.sample$SAMPLE.jsonl; do
-        python run_eval.py cassette import "$file" --cache "$answers" >/dev/null
-    done
-    common=(--suite multi_speaker --sample "$SAMPLE" --cache-mode replay-only
-        --cache "$answers" --no-reuse --quiet --max-error-rate 1
-        --provider openai --model claude --structured json_schema)
+    cassettes=(tests/cassettes/multi_speaker.default.claude.sample$SAMPLE.jsonl
+        tests/cassettes/multi_speaker.hy_memory.default.claude.sample$SAMPLE.jsonl
+        tests/cassettes/multi_speaker.mem0.default.claude.sample$SAMPLE.jsonl)
+    model_flags=(--provider openai --model claude --structured json_schema)
+    mem0_flags=()  # --context is the local provider's
     export OPENAI_API_KEY="${OPENAI_API_KEY:-unused}"
-    rm -rf "$out/runs"
-    python run_eval.py "${common[@]}" --out "$out/runs/hy_eval" >/dev/null
-    python run_eval.py "${common[@]}" --system hy_memory --out "$out/runs/hy_memory" >/dev/null
-    python run_eval.py "${common[@]}" --system mem0 --out "$out/runs/mem0" >/dev/null
-    rm -f "$answers"
-    python run_eval.py table "$out/runs/hy_eval" "$out/runs/hy_memory" "$out/runs/mem0" \
-        --out "$out"
-    note="The reports and comparison pages linked below are made by \`bash reports/systems/make.sh replay-capable\` (not committed)."
-    { printf '%s\n\n' "$note"; cat "$out/matrix.md"; } > "$out/matrix.md.new"
-    mv "$out/matrix.md.new" "$out/matrix.md"
+    replay_table "${2:-reports/systems/capable}" replay-capable
     ;;
 *)
     echo "usage: make.sh record | replay [OUT] | replay-capable [OUT]" >&2
