@@ -76,6 +76,8 @@ def cmd_matchers_evaluate(args: argparse.Namespace) -> int:
     except PairFileError as exc:
         raise UserError(exc.problems[:20]) from None
 
+    judges: list[Any] = []  # the judge made, for --record
+
     def make_judge() -> Any:
         from hy_eval.harness.scoring import JudgeSettings, build_judge
         from hy_eval.llm import ConfigError
@@ -89,8 +91,6 @@ def cmd_matchers_evaluate(args: argparse.Namespace) -> int:
             raise UserError(f"judge: {exc}") from None
         judges.append(made)
         return made
-
-    judges: list[Any] = []
 
     if args.split:
         pairs = [p for p in pairs if p.split == args.split]

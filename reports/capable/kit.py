@@ -40,10 +40,10 @@ def _schema_of(body: dict) -> dict | None:
 
 
 def split(requests_path: Path, kit: Path, parts: int) -> None:
-    requests = read_requests(requests_path)
-    size = -(-len(requests) // parts)
+    numbered = list(enumerate(read_requests(requests_path)))
+    size = -(-len(numbered) // parts)
     for k in range(parts):
-        chunk = list(enumerate(requests))[k * size : (k + 1) * size]
+        chunk = numbered[k * size : (k + 1) * size]
         if not chunk:
             break
         systems: dict[str, str] = {}
