@@ -1,6 +1,8 @@
-"""Draw a committed, seeded sample of the multi_speaker suite and write its case ids.
+"""Draw a committed, seeded sample of a memory suite and write its case ids.
 
     python datasets/multi_speaker/samples/draw.py capable96 --n 96 --seed 2026
+    python datasets/multi_speaker/samples/draw.py hard96 --suite multi_speaker_hard \
+        --n 96 --ops 16 --merges 16 --by-family --seed 2026
 
 The sample is stratified as the capable-model study needs it (docs/capable.md):
 - half English, half Chinese;
@@ -9,8 +11,11 @@ The sample is stratified as the capable-model study needs it (docs/capable.md):
   measures_merge), drawn first, each half per language;
 - every rule of the suite cited by at least one case (a missing rule swaps in a case
   that cites it for a filler case of the same language);
-- the rest drawn at random from what is left, per language.
-The ids file is read by ``--filter id=@datasets/multi_speaker/samples/<name>.txt``.
+- the rest drawn at random from what is left, per language; with ``--by-family`` in turn
+  over the case families (a case's first tag after ``hard``), so each family of the hard
+  tier is drawn about equally.
+The ids file, ``datasets/<suite>/samples/<name>.txt``, is read by
+``--filter id=@datasets/<suite>/samples/<name>.txt``.
 """
 
 from __future__ import annotations
@@ -18,15 +23,15 @@ from __future__ import annotations
 import argparse
 import json
 import random
+from collections import Counter
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-SUITE = HERE.parent
+DATASETS = Path(__file__).resolve().parents[2]
 
 
-def load() -> list[dict]:
+def load(suite: str) -> list[dict]:
     cases = []
-    for path in sorted(SUITE.glob("*.jsonl")):
+    for path in sorted((DATASETS / suite).glob("*.jsonl")):
         for line in path.read_text(encoding="utf-8").splitlines():
             if line.strip():
                 cases.append(json.loads(line))
@@ -42,7 +47,27 @@ def has_merge(case: dict) -> bool:
     return bool(e.get("untouched")) and e.get("measures_merge", True)
 
 
-def draw(cases: list[dict], n: int, ops: int, merges: int, seed: int) -> list[str]:
+def family(case: dict) -> str:
+    return next((t for t in case["tags"] if t != "hard"), "")
+
+
+def in_turn(pool: list[dict]) -> list[dict]:
+    """The pool reordered to take one case of each family in turn (families in order of
+    first appearance in the shuffled pool, so the seed decides)."""
+    groups: dict[str, list[dict]] = {}
+    for c in pool:
+        groups.setdefault(family(c), []).append(c)
+    out: list[dict] = []
+    while any(groups.values()):
+        for g in groups.values():
+            if g:
+                out.append(g.pop(0))
+    return out
+
+
+def draw(
+    cases: list[dict], n: int, ops: int, merges: int, seed: int, by_family: bool = False
+) -> list[str]:
     rng = random.Random(seed)
     chosen: dict[str, list[dict]] = {"en": [], "zh": []}
     fillers: dict[str, list[dict]] = {"en": [], "zh": []}
@@ -50,6 +75,8 @@ def draw(cases: list[dict], n: int, ops: int, merges: int, seed: int) -> list[st
     for lang in ("en", "zh"):
         pool = [c for c in cases if c["lang"] == lang]
         rng.shuffle(pool)
+        if by_family:
+            pool = in_turn(pool)
         for want, test in ((ops // 2, has_ops), (merges // 2, has_merge)):
             have = sum(1 for c in chosen[lang] if test(c))
             for c in pool:
@@ -84,26 +111,34 @@ def draw(cases: list[dict], n: int, ops: int, merges: int, seed: int) -> list[st
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("name")
+    ap.add_argument("--suite", default="multi_speaker")
+    ap.add_argument("--by-family", action="store_true")
     ap.add_argument("--n", type=int, default=96)
     ap.add_argument("--ops", type=int, default=20)
     ap.add_argument("--merges", type=int, default=20)
     ap.add_argument("--seed", type=int, default=2026)
     args = ap.parse_args()
-    cases = load()
-    ids = draw(cases, args.n, args.ops, args.merges, args.seed)
+    cases = load(args.suite)
+    ids = draw(cases, args.n, args.ops, args.merges, args.seed, args.by_family)
     by_id = {c["id"]: c for c in cases}
     picked = [by_id[i] for i in ids]
+    suite_flag = "" if args.suite == "multi_speaker" else f" --suite {args.suite}"
+    family_flag = " --by-family" if args.by_family else ""
     head = (
-        f"# {args.name}: {len(ids)} multi_speaker cases drawn by "
-        f"datasets/multi_speaker/samples/draw.py {args.name} --n {args.n} --ops {args.ops} "
-        f"--merges {args.merges} --seed {args.seed}\n"
+        f"# {args.name}: {len(ids)} {args.suite} cases drawn by "
+        f"datasets/multi_speaker/samples/draw.py {args.name}{suite_flag} --n {args.n} "
+        f"--ops {args.ops} --merges {args.merges}{family_flag} --seed {args.seed}\n"
         f"# en {sum(c['lang'] == 'en' for c in picked)}, zh "
         f"{sum(c['lang'] == 'zh' for c in picked)}; operations {sum(map(has_ops, picked))}, "
         f"merge-measurable {sum(map(has_merge, picked))}; rules "
         f"{len({r for c in picked for r in c['rules']})} of "
         f"{len({r for c in cases for r in c['rules']})}\n"
     )
-    (HERE / f"{args.name}.txt").write_text(head + "\n".join(ids) + "\n", encoding="utf-8")
+    if args.by_family:
+        head += f"# families: {dict(sorted(Counter(map(family, picked)).items()))}\n"
+    out = DATASETS / args.suite / "samples"
+    out.mkdir(exist_ok=True)
+    (out / f"{args.name}.txt").write_text(head + "\n".join(ids) + "\n", encoding="utf-8")
     print(head, end="")
 
 
