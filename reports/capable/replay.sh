@@ -13,43 +13,56 @@ cd "$(dirname "$0")/../.."
 out="${1:-$(mktemp -d)}"
 mkdir -p "$out"
 export OPENAI_API_KEY="${OPENAI_API_KEY:-unused}"
-sample="id=@datasets/multi_speaker/samples/capable96.txt"
 answers="$out/answers.sqlite"
-rm -f "$answers"
-variants=(default no_examples labels_off rules_off short)
-for variant in "${variants[@]}"; do
-    python run_eval.py cassette import \
-        "tests/cassettes/multi_speaker.$variant.claude.capable96.jsonl" --cache "$answers" >/dev/null
-done
-common=(--suite multi_speaker --filter "$sample" --provider openai --model claude
-    --structured json_schema --cache-mode replay-only --cache "$answers" --no-reuse --quiet)
-rm -rf "$out/runs"
-# The default, gated on its own baseline (a capable model's figures, not the floor's).
-python run_eval.py "${common[@]}" --variant default --out "$out/runs/default" \
-    --gate .ci/gates.capable.toml --baseline reports/baselines/multi_speaker.claude.capable96.json
-# labels_off drops the speaker names (the failure the design note exists to prevent): the
-# same gates must fail on it (exit 1), or the suite cannot see the regression it is for.
-set +e
-python run_eval.py "${common[@]}" --variant labels_off --out "$out/runs/labels_off" \
-    --gate .ci/gates.capable.toml --baseline reports/baselines/multi_speaker.claude.capable96.json \
-    >"$out/labels_off.gate.txt" 2>&1
-code=$?
-set -e
-if [ "$code" -ne 1 ]; then
-    echo "the capable-model gates did not fail on labels_off (exit $code): the suite no longer sees the regression" >&2
-    cat "$out/labels_off.gate.txt" >&2
-    exit 1
-fi
-grep '^gate FAILED: attribution_accuracy' "$out/labels_off.gate.txt"
-for variant in "${variants[@]:1}"; do
-    if [ "$variant" != labels_off ]; then  # labels_off's run is the gated one above
-        python run_eval.py "${common[@]}" --variant "$variant" --out "$out/runs/$variant" \
-            >/dev/null 2>&1
+rm -f "$answers" && rm -rf "$out/runs" "$out/hard"
+
+# One tier: import its cassettes, replay its default gated on its own baseline (a capable
+# model's figures, not the floor's), require the same gates to FAIL on labels_off, and
+# compare every other variant paired with the default on the same cases.
+#   tier DIR SUITE SAMPLE TAG BASELINE VARIANT...   (the first variant is the default)
+tier() {
+    local dir="$1" suite="$2" sample="$3" tag="$4" baseline="$5"
+    shift 5
+    local variants=("$@") variant code
+    for variant in "${variants[@]}"; do
+        python run_eval.py cassette import \
+            "tests/cassettes/$suite.$variant.claude.$tag.jsonl" --cache "$answers" >/dev/null
+    done
+    local common=(--suite "$suite" --filter "id=@$sample" --provider openai --model claude
+        --structured json_schema --cache-mode replay-only --cache "$answers" --no-reuse --quiet)
+    python run_eval.py "${common[@]}" --variant default --out "$dir/runs/default" \
+        --gate .ci/gates.capable.toml --baseline "$baseline"
+    # labels_off drops the speaker names (the failure the design note exists to prevent):
+    # the same gates must fail on it (exit 1), or the suite cannot see the regression it is for.
+    set +e
+    python run_eval.py "${common[@]}" --variant labels_off --out "$dir/runs/labels_off" \
+        --gate .ci/gates.capable.toml --baseline "$baseline" >"$dir/labels_off.gate.txt" 2>&1
+    code=$?
+    set -e
+    if [ "$code" -ne 1 ]; then
+        echo "$suite: the capable-model gates did not fail on labels_off (exit $code): the suite no longer sees the regression" >&2
+        cat "$dir/labels_off.gate.txt" >&2
+        exit 1
     fi
-    python run_eval.py compare "$out/runs/default" "$out/runs/$variant" \
-        --json "$out/compare-$variant.json" --html "$out/compare-$variant.html" \
-        >"$out/compare-$variant.txt"
-done
+    grep '^gate FAILED: attribution_accuracy' "$dir/labels_off.gate.txt"
+    for variant in "${variants[@]:1}"; do
+        if [ "$variant" != labels_off ]; then  # labels_off's run is the gated one above
+            python run_eval.py "${common[@]}" --variant "$variant" --out "$dir/runs/$variant" \
+                >/dev/null 2>&1
+        fi
+        python run_eval.py compare "$dir/runs/default" "$dir/runs/$variant" \
+            --json "$dir/compare-$variant.json" --html "$dir/compare-$variant.html" \
+            >"$dir/compare-$variant.txt"
+    done
+}
+
+# The existing suite's committed 96-case sample, five prompts.
+tier "$out" multi_speaker datasets/multi_speaker/samples/capable96.txt capable96 \
+    reports/baselines/multi_speaker.claude.capable96.json \
+    default no_examples labels_off rules_off short
+common=(--suite multi_speaker --filter id=@datasets/multi_speaker/samples/capable96.txt
+    --provider openai --model claude --structured json_schema --cache-mode replay-only
+    --cache "$answers" --no-reuse --quiet)
 # The default scored by the judge, the matcher chosen for capable models: attribution is
 # scored only on the pairs the judge calls the same fact (docs/capable.md).
 python run_eval.py cassette import tests/cassettes/multi_speaker.default.claude.capable96.judge.jsonl \
