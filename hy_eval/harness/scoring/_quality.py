@@ -94,6 +94,13 @@ def quality_text(matcher: str, q: MatcherQuality | None) -> str:
     """One line: the matcher's precision and recall per language (``q``, a summary's
     ``matcher_quality``), or that they are not measured; which benchmark source they
     come from, and that they fell back to the pooled figures, when they did."""
+    if not q and matcher == "judge":
+        # The judge's figures belong to its model, which the benchmark file does not
+        # record; one judge model's are in docs/metrics.md.
+        return (
+            "the judge's precision and recall depend on its model and are not read from "
+            "the benchmark file (docs/metrics.md, `judge`, gives one model's)"
+        )
     if not q:
         return f"the {matcher} matcher's precision and recall are not measured on the benchmark"
     parts = []

@@ -152,3 +152,12 @@ def test_the_committed_figures_give_the_embedded_model_its_own_pairs():
     assert q.source == data["by_source"]["embedded_run"]["source"]
     en = json.loads(json.dumps(q.of("en").to_data()))
     assert en == data["by_source"]["embedded_run"]["matchers"]["strict"]["en"]
+
+
+def test_the_judges_line_says_its_figures_belong_to_its_model():
+    # The judge's precision and recall are measured for one model (docs/metrics.md), not
+    # "not measured": the line says where they are instead of denying them.
+    assert _quality.quality_of("judge", "claude") is None
+    line = _quality.quality_text("judge", None)
+    assert "depend on its model" in line and "docs/metrics.md" in line
+    assert _quality.quality_text("keyword", None).endswith("not measured on the benchmark")
