@@ -113,12 +113,21 @@ def main() -> None:
     ap.add_argument("name")
     ap.add_argument("--suite", default="multi_speaker")
     ap.add_argument("--by-family", action="store_true")
+    ap.add_argument(
+        "--eligible", metavar="FILE", help="draw only among these ids (one per line, # comments)"
+    )
     ap.add_argument("--n", type=int, default=96)
     ap.add_argument("--ops", type=int, default=20)
     ap.add_argument("--merges", type=int, default=20)
     ap.add_argument("--seed", type=int, default=2026)
     args = ap.parse_args()
     cases = load(args.suite)
+    eligible_flag = ""
+    if args.eligible:
+        text = Path(args.eligible).read_text(encoding="utf-8")
+        keep = {x.strip() for x in text.splitlines() if x.strip() and not x.startswith("#")}
+        cases = [c for c in cases if c["id"] in keep]
+        eligible_flag = f" --eligible {args.eligible}"
     ids = draw(cases, args.n, args.ops, args.merges, args.seed, args.by_family)
     by_id = {c["id"]: c for c in cases}
     picked = [by_id[i] for i in ids]
@@ -127,7 +136,7 @@ def main() -> None:
     head = (
         f"# {args.name}: {len(ids)} {args.suite} cases drawn by "
         f"datasets/multi_speaker/samples/draw.py {args.name}{suite_flag} --n {args.n} "
-        f"--ops {args.ops} --merges {args.merges}{family_flag} --seed {args.seed}\n"
+        f"--ops {args.ops} --merges {args.merges}{family_flag}{eligible_flag} --seed {args.seed}\n"
         f"# en {sum(c['lang'] == 'en' for c in picked)}, zh "
         f"{sum(c['lang'] == 'zh' for c in picked)}; operations {sum(map(has_ops, picked))}, "
         f"merge-measurable {sum(map(has_merge, picked))}; rules "
