@@ -120,12 +120,16 @@ def throughput(args: argparse.Namespace) -> None:
             cache = Path(tmp) / "cache.sqlite"
             # refresh: every case asks the model (generated copies can repeat a request)
             # and the answers are written for the cached run below.
+            cpu = time.process_time()
             with ReportTimer() as report:
                 wall, summary = run_harness(
                     suite, server.openai_url, cache, Path(tmp) / "run1", args.concurrency, "refresh"
                 )
+            harness_cpu = time.process_time() - cpu
             calls = server.count
+            cpu = time.process_time()
             floor = asyncio.run(bare_loop(server.openai_url, calls, args.concurrency))
+            floor_cpu = time.process_time() - cpu
             before = server.count
             cached_wall, _ = run_harness(
                 suite, server.openai_url, cache, Path(tmp) / "run2", args.concurrency, "read-write"
@@ -149,6 +153,13 @@ def throughput(args: argparse.Namespace) -> None:
     print(
         f"RATIO cached/uncached = {cached_wall / wall:.3%} (target <= 5%); "
         f"requests during the cached run: {cached_requests} (target 0)"
+    )
+    # CPU seconds of this process (the server's are its own): steadier than the wall on a
+    # shared machine, and what the harness adds once the loop is busy.
+    print(
+        f"CPU of this process: floor {floor_cpu:.2f} s, harness {harness_cpu:.2f} s "
+        f"({harness_cpu / floor_cpu:.2f} x; {(harness_cpu - floor_cpu) / calls * 1000:.1f} ms "
+        "a call more)"
     )
     start = wall - summary.wall_s - report.seconds
     print(

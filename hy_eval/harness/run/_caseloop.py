@@ -7,7 +7,7 @@ between, a base class of it."""
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from hy_eval._exitcodes import InterruptedRun
@@ -41,6 +41,9 @@ class _Pool:
     stop: asyncio.Event
     progress: Progress
     writer: RecordWriter
+    #: The people of the prompt's examples per language, read by the first worker that
+    #: needs them (``OwnPipeline``).
+    people: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 class CaseLoop:
@@ -133,7 +136,7 @@ class CaseLoop:
 
     async def _worker(self, pool: _Pool) -> None:
         """One worker: a system under test of its own, cases until the queue says stop."""
-        system = self._system(pool.llm, pool.prompts, pool.prices)
+        system = self._system(pool)
         try:
             await self._work(pool, system)
         finally:
@@ -168,12 +171,19 @@ class CaseLoop:
             progress.finish(label, error, reused=self.records_reused > reused)
             progress.draw()
 
-    def _system(self, llm: LLMClient, prompts: PromptLibrary, prices: PriceTable) -> MemorySystem:
+    def _system(self, pool: _Pool) -> MemorySystem:
         """The system under test for one of the pool's workers."""
         if self._external is not None:
             return self._external.system()
         cfg = self.config
-        return OwnPipeline(llm, prompts, prices, cfg.guard, temperature=cfg.temperature)
+        return OwnPipeline(
+            pool.llm,
+            pool.prompts,
+            pool.prices,
+            cfg.guard,
+            temperature=cfg.temperature,
+            people=pool.people,
+        )
 
     async def _case_line(
         self, pool: _Pool, item: Item, system: MemorySystem, spooled: int

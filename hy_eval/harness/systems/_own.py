@@ -46,12 +46,14 @@ class OwnPipeline:
         *,
         temperature: float = 0.0,
         store: MemoryStore | None = None,
+        people: dict[str, tuple[str, ...]] | None = None,
     ) -> None:
         self.llm, self.prompts, self.prices = llm, prompts, prices
         self.guard, self.temperature = guard, temperature
         self.store = MemoryStore() if store is None else store
-        #: The people of the prompt's worked examples, per language (read once).
-        self._people: dict[str, tuple[str, ...]] = {}
+        #: The people of the prompt's worked examples, per language (read once): a run's
+        #: workers share one dict, since reading them renders the templates (13 ms).
+        self._people: dict[str, tuple[str, ...]] = {} if people is None else people
 
     async def add_case(self, case: Case, *, label: str, repeat: int) -> SystemRun:
         outcome = Outcome(existing_ids=seed_store(self.store, case))
