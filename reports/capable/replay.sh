@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The capable-model study replayed from its cassettes (docs/capable.md): our pipeline on
-# the committed 96-case sample under each prompt variant, the default gated on its
-# baseline, and each variant compared paired with the default.
+# the committed 96-case samples of both tiers (multi_speaker and multi_speaker_hard) under
+# each prompt variant, each tier's default gated on its baseline, and each variant
+# compared paired with the default on the same cases.
 #
 #   bash reports/capable/replay.sh [OUT]        # default OUT: a fresh temporary folder
 #
@@ -24,6 +25,7 @@ tier() {
     local dir="$1" suite="$2" sample="$3" tag="$4" baseline="$5"
     shift 5
     local variants=("$@") variant code
+    mkdir -p "$dir"
     for variant in "${variants[@]}"; do
         python run_eval.py cassette import \
             "tests/cassettes/$suite.$variant.claude.$tag.jsonl" --cache "$answers" >/dev/null
@@ -60,6 +62,11 @@ tier() {
 tier "$out" multi_speaker datasets/multi_speaker/samples/capable96.txt capable96 \
     reports/baselines/multi_speaker.claude.capable96.json \
     default no_examples labels_off rules_off short
+# The hard tier's 96-case sample (drawn among its first review's keeps), four prompts,
+# gated on its own baseline: labels_off must fail there too.
+tier "$out/hard" multi_speaker_hard datasets/multi_speaker_hard/samples/hard96.txt hard96 \
+    reports/baselines/multi_speaker_hard.claude.hard96.json \
+    default labels_off rules_off short
 common=(--suite multi_speaker --filter id=@datasets/multi_speaker/samples/capable96.txt
     --provider openai --model claude --structured json_schema --cache-mode replay-only
     --cache "$answers" --no-reuse --quiet)
