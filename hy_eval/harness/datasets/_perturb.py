@@ -30,7 +30,7 @@ from pydantic import ValidationError
 from hy_eval._terminal import echo
 from hy_eval.harness.datasets._anthropic_form import ANTHROPIC_BLOCKS, has_blocks, to_anthropic
 from hy_eval.harness.datasets._keywords import contains_all, contains_any, members, without_name
-from hy_eval.harness.datasets._rename_text import replace_names, word_occurs
+from hy_eval.harness.datasets._rename_text import replace_names, with_name_forms, word_occurs
 from hy_eval.harness.datasets._schema import Case, CaseRef, Suite, load_suite
 
 #: The name bank: (name, another form of it for aliases), by kind. Latin names go into
@@ -198,10 +198,11 @@ def _draw_names(case: Case, rng: random.Random) -> dict[str, tuple[str, str, str
 
 
 def rename(case: Case, seed: int = 0) -> Result:
-    """Every speaker (the user and each named human) renamed consistently. A name is
-    replaced only where it stands as that name (``_rename_text``: whole words with
-    Unicode-aware bounds, common-word names such as May told from the word, Chinese forms
-    other than full names only where the segmenter gives them as words)."""
+    """Every speaker (the user and each named human) renamed consistently, in every form
+    the subject reader knows the name by (``with_name_forms``). A name is replaced only
+    where it stands as that name (``_rename_text``: whole words with Unicode-aware bounds,
+    common-word names such as May told from the word, Chinese forms other than full names
+    only where the segmenter gives them as words, never inside a longer name)."""
     people = _people(case)
     if not people:
         return Skip("no named person to rename")
@@ -213,6 +214,8 @@ def rename(case: Case, seed: int = 0) -> Result:
         if person in drawn:
             for form in forms:
                 mapping[form] = drawn[person][1]
+    owners = Counter(f for p in people for f in set(case.speakers.forms_of(p)))
+    mapping = with_name_forms(mapping, {f for f, n in owners.items() if n > 1})
     data = case.model_dump(mode="json")
     data["aliases"] = {
         mapping.get(p, p): [mapping.get(f, f) for f in forms] for p, forms in case.aliases.items()

@@ -32,6 +32,17 @@ of their own. Any other form (an alias, such as a given name used alone, or a na
 character) is replaced only where it is a word, or a run of whole words, of the text as
 the segmenter (``_segment``: jieba with the speakers' names cut out first) splits it: 明
 for 李明 stays in 明天 and 明白.
+
+Longer names. A form is not replaced inside a longer name or word that stays as it is:
+any form of one of the case's full names ("Idris" inside the speaker "Idris Bello", the
+subject word 用户 inside the speaker "用户9527"), and any word the caller keeps (用户 inside
+用户研究, a fact's keyword). Where the longer name is replaced as well, it wins as the
+longer form at the same place.
+
+Other forms. The subject reader knows a name by more forms than the dataset lists
+(``name_forms``: "Prof. Lind" and "Lind" for "Professor Lind", 冯 for "Professor 冯", read
+in 冯教授). ``with_name_forms`` renames those too, or a fact that names a speaker by one
+would read, once renamed, as someone who is not a speaker.
 """
 
 from __future__ import annotations
@@ -41,7 +52,7 @@ from collections.abc import Collection
 
 from hy_eval.conversation import is_cjk
 from hy_eval.harness.text import is_word
-from hy_eval.memory._names import boundary_after, boundary_before, is_word_char
+from hy_eval.memory._names import boundary_after, boundary_before, is_word_char, name_forms
 
 #: English given names that are also ordinary words (lower case), the bank's and others
 #: seen in datasets. Only these get the sentence-start and month rules of the docstring.
@@ -90,14 +101,19 @@ def _is_the_word(text: str, start: int, end: int) -> bool:
     return False
 
 
+def _bounded(text: str, start: int, end: int) -> bool:
+    """Whether ``text[start:end]`` has word bounds where it needs them: a letter or digit
+    of a spaced script at an edge needs one on that side; a Han character, a full stop
+    ("Dr.") or a bracket does not."""
+    if is_word_char(text[start]) and not boundary_before(text, start):
+        return False
+    return not (is_word_char(text[end - 1]) and not boundary_after(text, end))
+
+
 def is_name_at(text: str, start: int, end: int, full_names: tuple[str, ...]) -> bool:
     """Whether the form at ``text[start:end]`` stands there as the name (docstring)."""
     form = text[start:end]
-    # A letter or digit of a spaced script at an edge needs a word bound on that side; a
-    # Han character, a full stop ("Dr.") or a bracket does not.
-    if is_word_char(form[0]) and not boundary_before(text, start):
-        return False
-    if is_word_char(form[-1]) and not boundary_after(text, end):
+    if not _bounded(text, start, end):
         return False
     if form.casefold() in COMMON_WORD_NAMES and _is_the_word(text, start, end):
         return False
@@ -116,25 +132,66 @@ def word_occurs(text: str, word: str) -> bool:
     )
 
 
-def replace_names(text: str, mapping: dict[str, str], full_names: Collection[str]) -> str:
+def with_name_forms(mapping: dict[str, str], shared: Collection[str]) -> dict[str, str]:
+    """``mapping`` (each old name or alias -> its new one) and every other form the
+    subject reader knows an old one by (``name_forms``: another spelling of a title, the
+    name without its title, such as 冯 in 冯教授 for "Professor 冯"), mapped to the new
+    one's form without its title, or to the new one itself where it has none (周医生).
+    Forms in ``shared`` (two speakers') and forms mapped already are left as they are."""
+    out = dict(mapping)
+    for old, new in mapping.items():
+        old_forms, new_forms = name_forms(old), name_forms(new)
+        for form in old_forms:
+            if form in out or form in shared:
+                continue
+            bare = form == old_forms[-1] and len(new_forms) > 1
+            out[form] = new_forms[-1] if bare else new
+    return out
+
+
+def _kept_spans(
+    text: str, mapping: dict[str, str], full_names: tuple[str, ...], keep: Collection[str]
+) -> list[tuple[int, int, str]]:
+    """(start, end, itself) of each form of a full name, and each word of ``keep``, that
+    stands in ``text`` and is not replaced (the docstring's "Longer names")."""
+    forms = {f for name in full_names for f in name_forms(name)} | set(keep)
+    out: list[tuple[int, int, str]] = []
+    for form in sorted(forms - mapping.keys()):
+        if not form:
+            continue
+        out += [
+            (m.start(), m.end(), form)
+            for m in re.finditer(re.escape(form), text)
+            if _bounded(text, m.start(), m.end())
+        ]
+    return out
+
+
+def replace_names(
+    text: str, mapping: dict[str, str], full_names: Collection[str], keep: Collection[str] = ()
+) -> str:
     """``text`` with every form of ``mapping`` replaced where it stands as the name; a
-    longer form wins over a shorter one at the same place ("Dr. Ada Brooks" before "Ada")."""
+    longer form wins over a shorter one at the same place ("Dr. Ada Brooks" before "Ada"),
+    and a form inside a longer name or ``keep`` word that is not replaced stays ("Idris" in
+    "Idris Bello", 用户 in 用户9527 or 用户研究: the module docstring's "Longer names")."""
     names = tuple(sorted(full_names))
-    found: list[tuple[int, int]] = []
-    for form in mapping:
+    found: list[tuple[int, int, str]] = []
+    for form, new in mapping.items():
         if not form:
             continue
         for m in re.finditer(re.escape(form), text):
             if is_name_at(text, m.start(), m.end(), names):
-                found.append(m.span())
+                found.append((m.start(), m.end(), new))
     if not found:
         return text
+    found += _kept_spans(text, mapping, names, keep)
     out: list[str] = []
     at = 0
-    for start, end in sorted(found, key=lambda s: (s[0], -s[1])):
+    # Earliest first, and of those the longest.
+    for start, end, new in sorted(found, key=lambda s: (s[0], s[0] - s[1])):
         if start < at:
-            continue  # inside a longer form already replaced
-        out += [text[at:start], mapping[text[start:end]]]
+            continue  # inside a longer form already taken
+        out += [text[at:start], new]
         at = end
     out.append(text[at:])
     return "".join(out)

@@ -17,7 +17,9 @@ from hy_eval.harness.datasets import (
     perturb,
     perturb_suite,
 )
+from hy_eval.harness.datasets._rename_text import replace_names
 from hy_eval.harness.scoring import ACCURACY_METRICS, METRICS
+from hy_eval.memory import Subject, subject_of
 from tests.harness.oracle import score_oracle
 
 CASES = load_suite("multi_speaker").cases
@@ -308,3 +310,71 @@ def test_rename_keeps_a_one_character_name_inside_chinese_words():
         ming = _new_name(p, "明")
         assert p.case.messages[0]["content"] == f"我叫{ming}，明天见。"
         assert p.case.messages[1]["content"] == f"{ming}，你明白了吗？x"
+
+
+def test_a_name_inside_another_speakers_full_name_is_not_replaced():
+    # hard-en-b-021, hard-zh-a-021: "Idris" (one speaker) inside "Idris Bello" (another)
+    # was replaced piecewise when only Idris's forms were mapped ("The user Bello").
+    people = ("Jovana", "Idris", "Idris Bello")
+    text = "Idris Bello is a translator; Idris hosts, at Idris's place."
+    assert replace_names(text, {"Idris": "\0"}, people) == (
+        "Idris Bello is a translator; \0 hosts, at \0's place."
+    )
+    text = "Cindy Chen在银行做风控，Cindy在上海。"
+    assert replace_names(text, {"Cindy": "X"}, ("苗嘉树", "Cindy", "Cindy Chen")) == (
+        "Cindy Chen在银行做风控，X在上海。"
+    )
+    # A name's other forms block too (a title spelt another way), and the longer name
+    # still wins where it is replaced as well.
+    text = "Doctor Idris Bello met Idris."
+    assert replace_names(text, {"Idris": "A"}, ("Dr. Idris Bello", "Idris")) == (
+        "Doctor Idris Bello met A."
+    )
+    mapping = {"Idris": "A", "Idris Bello": "B"}
+    assert replace_names("Idris Bello met Idris.", mapping, people) == "B met A."
+
+
+def test_the_subject_word_inside_a_name_or_a_kept_word_is_not_replaced():
+    # hard-zh-a-026: 用户 inside the speaker 用户9527; hard-zh-a-046: 用户 inside 用户研究.
+    people = ("房子昂", "用户9527")
+    text = "用户9527写论文，用户考雅思。"
+    assert replace_names(text, {"用户": "房子昂"}, people) == "用户9527写论文，房子昂考雅思。"
+    text = "用户要去做用户研究。"
+    assert replace_names(text, {"用户": "贝嘉"}, ("贝嘉",), keep=["用户研究"]) == (
+        "贝嘉要去做用户研究。"
+    )
+    assert replace_names(text, {"用户": "贝嘉"}, ("贝嘉",)) == "贝嘉要去做贝嘉研究。"
+
+
+@pytest.mark.parametrize(
+    ("lang", "other", "said", "fact", "gone"),
+    [
+        # hard-zh-a-037: 冯 is Professor 冯 without the title; 冯教授 and 冯老师 name him.
+        ("zh", "Professor 冯", "好的冯老师，我下周交。", "冯教授下学期要去UCLA访学半年。", "冯"),
+        ("en", "Dr. Ada Nwosu", "Thanks, Doctor Ada Nwosu.", "Ada Nwosu moves to Leeds.", "Nwosu"),
+    ],
+)
+def test_rename_replaces_every_form_the_subject_reader_knows(lang, other, said, fact, gone):
+    # A form the subject reader knows a speaker by (another spelling of the title, the
+    # name without it) is renamed with the name: left as it was, the fact reads as
+    # someone else ("other:冯教授").
+    case = Case.model_validate(
+        {
+            "id": "t-rename-forms",
+            "lang": lang,
+            "rules": ["A2"],
+            "messages": [
+                {"role": "user", "name": "Tim", "content": said},
+                {"role": "assistant", "name": other, "content": f"{fact} x"},
+            ],
+            "expect": {
+                "facts": [{"subject": other, "owner": "user", "text": fact, "keywords": ["x"]}]
+            },
+        }
+    )
+    for seed in range(4):
+        p = perturb(case, "rename", seed)
+        new = _new_name(p, other)
+        text = p.case.expect.facts[0].text
+        assert subject_of(text, p.case.speakers) == Subject("named", new), (p.note, text)
+        assert gone not in p.case.model_dump_json(), p.note

@@ -24,7 +24,6 @@ texts as they were. The LoCoMo import is checked on the importer's own test conv
 from __future__ import annotations
 
 import json
-import re
 from collections import Counter
 from collections.abc import Callable, Iterator
 from functools import cache
@@ -39,6 +38,7 @@ from hy_eval.harness.datasets import (
     GoldFact,
     _perturb,
     import_locomo,
+    members,
     subject_right,
 )
 from hy_eval.harness.datasets._perturb import NAME_BANK, PERTURBATIONS, Perturbed, rename
@@ -49,8 +49,8 @@ from hy_eval.memory import subject_of
 from hy_eval.memory._extract import MAX_FACT_CHARS, cut_text
 from tests.harness.datasets import test_locomo as locomo
 
-#: A gold text rewritten as a perturbed case's side reads it.
-Rewrite = Callable[[str], str]
+#: A gold fact's text rewritten as a perturbed case's side reads it.
+Rewrite = Callable[[str, GoldFact], str]
 
 SUITES = sorted(p.name for p in DATASETS_DIR.iterdir() if (p / "suite.toml").is_file())
 
@@ -101,7 +101,7 @@ def problems(case: Case, rewrite: Rewrite | None = None) -> Iterator[str]:
     ``rewrite`` writes a text as the case's side sees it (``swap_perspective``)."""
     names = tuple(sorted(set(speaker_words(case.speakers))))
     for i, fact in enumerate(case.expect.facts):
-        own = rewrite(fact.text or "") if rewrite else fact.text or ""
+        own = rewrite(fact.text or "", fact) if rewrite else fact.text or ""
         for text in own_texts(own, fact, names):
             why = _check(case, fact, text, names)
             if why:
@@ -156,19 +156,26 @@ def variants(case: Case) -> Iterator[tuple[Case, Rewrite | None]]:
             yield out.case, REWRITES[name](case, out) if name in REWRITES else None
 
 
+#: How a fact's text writes the user, by language.
+USER_WORDS = {"en": ("the user", "The user"), "zh": ("用户",)}
+
+
 def _swapped_sides(case: Case, out: Perturbed) -> Rewrite:
     """A gold text of ``case`` as the swapped case's perfect answer writes it: the old
-    user by name, the new user (a named human before) as the user."""
+    user by name, the new user (a named human before) as the user. The user word is
+    rewritten only where it stands as that word: not inside a speaker's name (用户9527),
+    nor inside a keyword of the fact (用户研究, user research, is what the fact says)."""
     old_user = case.speakers.user_name or ""
     new_user = out.subjects["user"]
     forms = {f: "\0" for f in case.speakers.forms_of(new_user)}
     people = _perturb._people(case)
-    user_word = {"en": "the user", "zh": "用户"}[case.lang]
+    words = USER_WORDS[case.lang]
 
-    def rewrite(text: str) -> str:
+    def rewrite(text: str, fact: GoldFact) -> str:
+        keep = [k for k in members(fact.keywords) if any(w in k for w in words)]
         text = replace_names(text, forms, people)
-        text = re.sub(r"\b[Tt]he user\b" if case.lang == "en" else "用户", old_user, text)
-        text = text.replace("\0", user_word)
+        text = replace_names(text, dict.fromkeys(words, old_user), people, keep)
+        text = text.replace("\0", words[0])
         return text[:1].upper() + text[1:]
 
     return rewrite
@@ -182,9 +189,10 @@ def _user_as_the_user(case: Case, out: Perturbed) -> Rewrite:
     user = case.speakers.user_name or ""
     forms = {f: "\0" for f in case.speakers.forms_of(user)} if user else {}
     people = _perturb._people(case)
-    user_word = {"en": "the user", "zh": "用户"}[case.lang]
+    user_word = USER_WORDS[case.lang][0]
 
-    def rewrite(text: str) -> str:
+    def rewrite(text: str, fact: GoldFact) -> str:
+        del fact
         text = replace_names(text, forms, people).replace("\0", user_word)
         return text[:1].upper() + text[1:]
 
@@ -208,6 +216,86 @@ def test_every_gold_fact_matches_its_own_text_under_every_perturbation(suite_nam
         p for case in suite_cases(suite_name) for v, rw in variants(case) for p in problems(v, rw)
     ]
     assert not found, f"{len(found)} gold facts are no perfect answer:\n" + "\n".join(found[:40])
+
+
+def _case(lang: str, user: str, said: dict[str, str], facts: list[tuple[str, str, str]]) -> Case:
+    """A case of ``user`` and the named speakers of ``said`` (name -> message), with the
+    gold facts (subject, text, keyword)."""
+    messages = [{"role": "user", "name": user, "content": said[user]}]
+    messages += [
+        {"role": "assistant", "name": n, "content": c} for n, c in said.items() if n != user
+    ]
+    gold = [{"subject": s, "owner": "user", "text": t, "keywords": [k]} for s, t, k in facts]
+    return Case.model_validate(
+        {
+            "id": "t-own",
+            "lang": lang,
+            "rules": ["A2"],
+            "messages": messages,
+            "expect": {"facts": gold},
+        }
+    )
+
+
+#: hard-en-b-021, hard-zh-a-021, -026, -046: a speaker's name holds another speaker's
+#: name ("Idris Bello", "Cindy Chen") or the user word (用户9527), or a keyword holds the
+#: user word (用户研究); each with how the swap with the speaker first named writes it.
+SWAPPED = [
+    (
+        _case(
+            "en",
+            "Jovana",
+            {
+                "Jovana": "I picked this month's book.",
+                "Idris": "I'm hosting in Walthamstow.",
+                "Idris Bello": "I'm a translator.",
+            },
+            [
+                ("user", "The user picked this month's book.", "picked"),
+                ("Idris", "Idris is hosting in Walthamstow.", "Walthamstow"),
+                ("Idris Bello", "Idris Bello is a translator.", "translator"),
+            ],
+        ),
+        [
+            "Jovana picked this month's book.",
+            "The user is hosting in Walthamstow.",
+            "Idris Bello is a translator.",
+        ],
+    ),
+    (
+        _case(
+            "zh",
+            "贝嘉",
+            {
+                "贝嘉": "我是这次offsite的组织者。",
+                "阿蛮": "我下个月去做用户研究。",
+                "用户9527": "我的论文写人口流动。",
+                "Cindy Chen": "我在银行做风控。",
+            },
+            [
+                ("user", "用户是这次offsite的组织者。", "offsite"),
+                ("阿蛮", "阿蛮下个月去做用户研究。", "用户研究"),
+                ("用户9527", "用户9527的论文写人口流动。", "人口流动"),
+                ("Cindy Chen", "Cindy Chen在银行做风控。", "风控"),
+            ],
+        ),
+        [
+            "贝嘉是这次offsite的组织者。",
+            "用户下个月去做用户研究。",
+            "用户9527的论文写人口流动。",
+            "Cindy Chen在银行做风控。",
+        ],
+    ),
+]
+
+
+@pytest.mark.parametrize(("case", "expected"), SWAPPED, ids=["en", "zh"])
+def test_the_swapped_sides_rewrite_only_the_speaker_and_the_user_word(case, expected):
+    swapped = Perturbed(case, {"user": case.named_speakers[0]})
+    rewrite = _swapped_sides(case, swapped)
+    assert [rewrite(f.text or "", f) for f in case.expect.facts] == expected
+    found = [p for v, rw in variants(case) for p in problems(v, rw)]
+    assert not found, "\n".join(found)
 
 
 def _named_in_facts(case: Case) -> list[str]:
