@@ -125,12 +125,9 @@ def test_strict_is_linear_in_the_length_of_a_prediction(lang, part):
     """Eight times the text costs about eight times the time, not sixty-four (the cut
     above bounds what a run scores; this is ``strict`` itself, uncut)."""
     part(LONG[lang][:200])  # the segmenter's dictionary loaded once
-    # Distinct texts: the parts cache their results by text. The least of three timings
-    # each: a single one read 18 times the short one's (0.398 s against 0.022) while a
-    # second test worker and other jobs shared the 2 cores; the quadratic cost this
-    # catches is 64 times on every timing, not on one.
-    t_short = min(_seconds(part, LONG[lang][i : i + 5_000]) for i in (2, 3, 4))
-    t_long = min(_seconds(part, LONG[lang][i : i + 40_000]) for i in (5, 6, 7))
+    # Distinct texts: the parts cache their results by text.
+    t_short = _seconds(part, LONG[lang][2:5_002])
+    t_long = _seconds(part, LONG[lang][5:40_005])
     assert t_long < 12 * t_short + 0.05, f"5k: {t_short:.3f} s, 40k: {t_long:.3f} s"
 
 
