@@ -17,6 +17,13 @@ from tests.llm.test_local import SCHEMA
 
 pytestmark = pytest.mark.slow
 
+#: llama.cpp threads for every model here, in this process and the worker's: one, as the
+#: harness's own model processes run by default. A team of two spins at each step while it
+#: waits for its other thread, which another process on the same cores (a second test
+#: worker, another job) keeps off the CPU: the library's four answers took 87 s on 2 busy
+#: cores with the default team of two, 9.5 s with one. Equal answers need equal counts.
+THREADS = 1
+
 # Long enough to be shared (MIN_SHARED tokens): the stage's fixed instructions.
 SYSTEM = "List facts about the speakers as JSON. " + " ".join(
     f"Rule {i}: write each fact as one short sentence about one speaker." for i in range(12)
@@ -49,8 +56,8 @@ def llama():
     from hy_eval.llm.local._llama_worker import ContextPool, load_model
 
     path = str(embedded_model_path())
-    pool = ContextPool(path, 4096, lambda: load_model(llama_cpp, path, 4096))
-    holder = load_model(llama_cpp, path, 512)
+    pool = ContextPool(path, 4096, lambda: load_model(llama_cpp, path, 4096, THREADS))
+    holder = load_model(llama_cpp, path, 512, THREADS)
     yield llama_cpp, pool, holder
     pool.close()
     holder.close()
@@ -120,7 +127,14 @@ def test_length_and_a_prompt_too_long_read_as_the_library_reads_them(llama):
 def worker(*args):
     env = dict(os.environ, PYTHONPATH="")  # the script imports nothing of hy_eval
     return subprocess.Popen(
-        [sys.executable, str(WORKER_SCRIPT), str(embedded_model_path()), "4096", "0", *args],
+        [
+            sys.executable,
+            str(WORKER_SCRIPT),
+            str(embedded_model_path()),
+            "4096",
+            str(THREADS),
+            *args,
+        ],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         env=env,

@@ -73,8 +73,11 @@ def test_grammar_checked_on_the_argmax_first_gives_the_library_s_tokens():
     from hy_eval.llm.local._llama_worker import fast_grammar_class, plain_class
 
     path = str(embedded_model_path())
-    fast = fast_grammar_class(llama_cpp)(model_path=path, n_ctx=2048, verbose=False)
-    plain = plain_class(llama_cpp)(model_path=path, n_ctx=2048, verbose=False)
+    # One llama.cpp thread for both (the library's default batch team is every core, which
+    # spins while another process holds a core: tests/llm/test_llama_engine.py, THREADS).
+    one = dict(n_ctx=2048, n_threads=1, n_threads_batch=1, verbose=False)
+    fast = fast_grammar_class(llama_cpp)(model_path=path, **one)
+    plain = plain_class(llama_cpp)(model_path=path, **one)
     try:
         for text in ("[user]: I work at Stripe.\n[John]: I am a nurse.", "[user]: 我喜欢喝茶。"):
             kwargs = dict(
@@ -113,7 +116,7 @@ def test_models_load_without_extra_buffer_types():
     from hy_eval.llm.local._llama_worker import load_model
 
     assert llama_cpp.llama_cpp.llama_model_default_params().use_extra_bufts is True
-    llm = load_model(llama_cpp, str(embedded_model_path()), 512)
+    llm = load_model(llama_cpp, str(embedded_model_path()), 512, threads=1)
     try:
         assert llm.model_params.use_extra_bufts is False
         assert llm.create_completion("Hello", max_tokens=2)["choices"][0]["text"] is not None

@@ -77,6 +77,12 @@ def server(tmp_path_factory):
         str(port),
         "--n_ctx",
         "4096",
+        # One llama.cpp thread, as the harness's model processes: the server's default batch
+        # team is every core, which spins while a second test worker holds one.
+        "--n_threads",
+        "1",
+        "--n_threads_batch",
+        "1",
     ]
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     with log.open("w") as out:

@@ -77,15 +77,31 @@ def runs(tmp_path_factory):
     return {"a": run_a, "b": run_b, "broken": broken, "result": result, "compare": page}
 
 
-@pytest.fixture
-def browser():
-    """Chromium for one test. Function scope: Playwright's sync API keeps an event loop
-    running while it is open, so the runs (``asyncio.run``) must all be made before it,
-    which pytest does for fixtures of a wider scope."""
+def launched_chromium():
+    """Headless Chromium, closed when the generator is (a module fixture's body)."""
     with sync_api.sync_playwright() as pw:
-        chromium = pw.chromium.launch(executable_path=CHROMIUM, headless=True)
-        yield chromium
-        chromium.close()
+        launched = pw.chromium.launch(executable_path=CHROMIUM, headless=True)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture(scope="module")
+def chromium(runs, hostile_run):
+    """One Chromium for the module's tests (a launch costs seconds). Playwright's sync API
+    keeps an event loop running while it is open, so the runs (``asyncio.run``) must all be
+    made before it: it asks for both, and closes when the module's last test is done. A
+    module that borrows :func:`browser` defines its own ``chromium`` the same way."""
+    yield from launched_chromium()
+
+
+@pytest.fixture
+def browser(chromium):
+    """The module's Chromium for one test: each page the test opens has a browser context
+    of its own (``new_page``), closed when the test ends, so no test sees another's pages,
+    storage or address."""
+    yield chromium
+    for context in chromium.contexts:
+        context.close()
 
 
 class Opened:

@@ -15,7 +15,12 @@ import pytest
 from hy_eval.harness.analysis import compare, run_outcomes
 from hy_eval.harness.report import write_compare_page
 from tests.harness.generated_runs import write_pair
-from tests.harness.report.test_pages_browser import Opened, browser, records_of  # noqa: F401
+from tests.harness.report.test_pages_browser import (  # noqa: F401
+    Opened,
+    browser,
+    launched_chromium,
+    records_of,
+)
 
 #: Every row of the case table, page after page.
 ALL_ROWS = """() => {
@@ -44,6 +49,13 @@ def full(tmp_path_factory):
         "run_a": run_a,
         "run_b": run_b,
     }
+
+
+@pytest.fixture(scope="module")
+def chromium(full):
+    """The module's Chromium (``browser`` gives it to each test), launched after the runs
+    are written: Playwright's sync API keeps an event loop running while it is open."""
+    yield from launched_chromium()
 
 
 def fact_checks(rec):
