@@ -6,6 +6,8 @@ from __future__ import annotations
 import marshal
 import os
 
+import pytest
+
 from hy_eval.harness.text import cached_table
 
 
@@ -17,11 +19,18 @@ def _builder(calls: list[int]):  # type: ignore[no-untyped-def]
     return build
 
 
-def test_a_table_is_built_once_then_read_back_equal(tmp_path, monkeypatch):
-    monkeypatch.setenv("HY_EVAL_TABLES", str(tmp_path / "tables"))
+@pytest.fixture
+def files(tmp_path):
+    """A table's data file and its builder's module file."""
     source, code = tmp_path / "data.txt", tmp_path / "code.py"
     source.write_text("one\n")
     code.write_text("# builder\n")
+    return source, code
+
+
+def test_a_table_is_built_once_then_read_back_equal(tmp_path, monkeypatch, files):
+    monkeypatch.setenv("HY_EVAL_TABLES", str(tmp_path / "tables"))
+    source, code = files
     calls: list[int] = []
     first = cached_table("t", [source], code, _builder(calls))
     again = cached_table("t", [source], code, _builder(calls))
@@ -29,11 +38,9 @@ def test_a_table_is_built_once_then_read_back_equal(tmp_path, monkeypatch):
     assert oct((tmp_path / "tables").stat().st_mode & 0o777) == "0o700"
 
 
-def test_a_changed_source_or_code_builds_again(tmp_path, monkeypatch):
+def test_a_changed_source_or_code_builds_again(tmp_path, monkeypatch, files):
     monkeypatch.setenv("HY_EVAL_TABLES", str(tmp_path / "tables"))
-    source, code = tmp_path / "data.txt", tmp_path / "code.py"
-    source.write_text("one\n")
-    code.write_text("# builder\n")
+    source, code = files
     calls: list[int] = []
     cached_table("t", [source], code, _builder(calls))
     source.write_text("one\ntwo\n")
@@ -43,13 +50,11 @@ def test_a_changed_source_or_code_builds_again(tmp_path, monkeypatch):
     assert calls == [1, 1, 1]
 
 
-def test_an_unreadable_or_unwritable_cache_costs_the_build_only(tmp_path, monkeypatch):
-    source, code = tmp_path / "data.txt", tmp_path / "code.py"
-    source.write_text("one\n")
-    code.write_text("# builder\n")
+def test_an_unreadable_or_unwritable_cache_costs_the_build_only(tmp_path, monkeypatch, files):
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
     monkeypatch.setenv("HY_EVAL_TABLES", str(blocker / "tables"))  # cannot be made
+    source, code = files
     calls: list[int] = []
     assert cached_table("t", [source], code, _builder(calls))[1] == {"a": "b"}
     # A torn or foreign file where the table should be is built over.
