@@ -78,26 +78,34 @@ def detect_language(texts: Sequence[str] | str) -> Language:
 def language_counts(texts: Sequence[str] | str) -> tuple[int, int]:
     """``(Han characters, Latin-letter words)`` of ``texts``, what :func:`detect_language`
     compares. Each text counts on its own, so the counts of several texts add up: a
-    caller may sum them over parts of a conversation instead of counting it again."""
+    caller may sum them over parts of a conversation instead of counting it again.
+
+    A word is a run of Latin letters (ASCII letters, and letters below U+0250: é, ß, ł);
+    anything else, a Han character included, ends it. Both counts are regular-expression
+    scans (a loop over characters in Python cost a third of a millisecond a message)."""
     if isinstance(texts, str):
         texts = [texts]
     han = 0
     words = 0
     for text in texts:
-        in_word = False
-        for ch in text:
-            if is_cjk(ch):
-                han += 1
-                in_word = False
-            elif (ch.isascii() and ch.isalpha()) or (
-                not ch.isascii() and unicodedata.category(ch).startswith("L") and ch < "\u0250"
-            ):
-                if not in_word:
-                    words += 1
-                in_word = True
-            else:
-                in_word = False
+        han += len(_HAN_RE.findall(text))
+        words += len(_LATIN_WORD_RE.findall(text))
     return han, words
+
+
+#: One Han character (``is_cjk``'s ranges).
+_HAN_RE = re.compile("[\u4e00-\u9fff\u3400-\u4dbf\U00020000-\U0002a6df\uf900-\ufaff]")
+#: A run of Latin letters: ASCII letters and the letters (category L) below U+0250.
+_LATIN_WORD_RE = re.compile(
+    "["
+    + "".join(
+        re.escape(chr(c))
+        for c in range(0x250)
+        if (chr(c).isascii() and chr(c).isalpha())
+        or (c > 0x7F and unicodedata.category(chr(c)).startswith("L"))
+    )
+    + "]+"
+)
 
 
 def conversation_language(messages: Sequence[ChatMessage]) -> Language:

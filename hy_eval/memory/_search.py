@@ -9,6 +9,8 @@ import re
 from functools import lru_cache
 from typing import Any
 
+from hy_eval._jieba import pos_tagger
+
 _STOPWORDS = frozenset(
     {
         "the",
@@ -73,13 +75,9 @@ _NO_SEARCH_WORDS = frozenset({"用户", "助手"})
 
 @lru_cache(maxsize=1)
 def _pos_cutter() -> Any:
-    import logging
-
     import jieba
-    import jieba.posseg
 
-    jieba.setLogLevel(logging.WARNING)  # its dictionary load logs to stderr
-    return jieba.posseg.POSTokenizer(jieba.Tokenizer())
+    return pos_tagger(jieba.Tokenizer())
 
 
 def _nouns_inside(run: str) -> list[str]:

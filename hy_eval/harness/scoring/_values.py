@@ -24,6 +24,7 @@ import re
 from functools import lru_cache
 from typing import Any
 
+from hy_eval._jieba import pos_tagger
 from hy_eval.harness.scoring._bilingual import same_word
 from hy_eval.harness.text import fold, jieba_tokenizer, segments, word_set
 
@@ -91,9 +92,7 @@ _SENTENCE_START = re.compile(r"(?:^|[.!?。！？]\s*)([A-Za-z][A-Za-z'’-]*)")
 
 @lru_cache(maxsize=1)
 def _pos_tokenizer() -> Any:
-    import jieba.posseg
-
-    return jieba.posseg.POSTokenizer(jieba_tokenizer())
+    return pos_tagger(jieba_tokenizer())
 
 
 @lru_cache(maxsize=65536)
